@@ -1,0 +1,98 @@
+package memory
+
+import (
+	"encoding/json"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Bounds on candidate fields. Request bodies are bounded by the surfaces;
+// these bound what one record may hold, whatever the dialect.
+const (
+	MaxIDLen         = 256
+	MaxSummaryBytes  = 16 << 10
+	MaxValueBytes    = 64 << 10
+	MaxEvidenceBytes = 16 << 10
+	MaxMetadataBytes = 16 << 10
+)
+
+// Normalize fills defaults and validates a candidate. It returns an EINVALID
+// error that names the first bad field; nothing is written for such a write.
+func (c *Candidate) Normalize() error {
+	if c.Op == "" {
+		c.Op = OpWrite
+	}
+	if c.Op != OpWrite && c.Op != OpDelete {
+		return Errorf(EINVALID, "op must be %q or %q, not %q", OpWrite, OpDelete, c.Op)
+	}
+	if c.Layer != "" && !c.Layer.Valid() {
+		return Errorf(EINVALID, "unknown layer %q (want one of state, policy, knowledge, preference, checkpoint)", c.Layer)
+	}
+	if c.CandidateSource == "" {
+		c.CandidateSource = SourceUser
+	}
+	if !c.CandidateSource.Valid() {
+		return Errorf(EINVALID, "unknown candidateSource %q (want one of user-explicit, model-inference, tool, system, import)", c.CandidateSource)
+	}
+	c.Summary = strings.TrimSpace(c.Summary)
+	if c.Op == OpWrite && c.Summary == "" && len(c.Value) == 0 {
+		return Errorf(EINVALID, "summary is required")
+	}
+	if c.Op == OpDelete && c.SlotID == "" && (c.SubjectID == "" || c.FactType == "") {
+		return Errorf(EINVALID, "a delete names a memory id, or a subjectId and factType")
+	}
+	for _, f := range []struct{ name, v string }{
+		{"slotId", c.SlotID}, {"subjectId", c.SubjectID}, {"factType", c.FactType},
+		{"actor.agentId", c.Actor.AgentID}, {"actor.userId", c.Actor.UserID},
+		{"actor.runId", c.Actor.RunID}, {"actor.sessionId", c.Actor.SessionID},
+		{"scope.userId", c.Scope.UserID}, {"scope.agentId", c.Scope.AgentID},
+		{"scope.appId", c.Scope.AppID}, {"scope.runId", c.Scope.RunID},
+	} {
+		if err := checkID(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if len(c.Summary) > MaxSummaryBytes {
+		return Errorf(EINVALID, "summary is %d bytes, more than the %d allowed", len(c.Summary), MaxSummaryBytes)
+	}
+	if !utf8.ValidString(c.Summary) {
+		return Errorf(EINVALID, "summary is not valid UTF-8")
+	}
+	if len(c.Value) > MaxValueBytes {
+		return Errorf(EINVALID, "value is %d bytes, more than the %d allowed", len(c.Value), MaxValueBytes)
+	}
+	if len(c.Value) > 0 && !json.Valid(c.Value) {
+		return Errorf(EINVALID, "value is not valid JSON")
+	}
+	if n := len(c.Evidence.Excerpt) + len(c.Evidence.SourceRef); n > MaxEvidenceBytes {
+		return Errorf(EINVALID, "evidence is %d bytes, more than the %d allowed", n, MaxEvidenceBytes)
+	}
+	if len(c.Metadata) > 0 {
+		b, err := json.Marshal(c.Metadata)
+		if err != nil {
+			return Errorf(EINVALID, "metadata is not representable as JSON")
+		}
+		if len(b) > MaxMetadataBytes {
+			return Errorf(EINVALID, "metadata is %d bytes, more than the %d allowed", len(b), MaxMetadataBytes)
+		}
+	}
+	return nil
+}
+
+// checkID bounds identifiers: they become parts of storage keys and log
+// lines, so control characters are refused.
+func checkID(name, v string) error {
+	if len(v) > MaxIDLen {
+		return Errorf(EINVALID, "%s is %d bytes, more than the %d allowed", name, len(v), MaxIDLen)
+	}
+	if !utf8.ValidString(v) {
+		return Errorf(EINVALID, "%s is not valid UTF-8", name)
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return Errorf(EINVALID, "%s contains a control character", name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+package memory
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each surface maps them to its own error shape in one table
+// (HTTP status, MCP error, Mem0 error body).
+const (
+	EINVALID       = "invalid"         // bad input; nothing was written
+	ENOTFOUND      = "not_found"       // unknown id
+	ESTALE         = "stale"           // the slot changed while a write waited for review
+	EDECIDED       = "already_decided" // a review decision was already taken
+	ECONFLICT      = "conflict"        // the record is not in a state that allows the call
+	EREJECTED      = "rejected"        // policy rejected the write
+	EUNAUTHORIZED  = "unauthorized"    // missing or wrong credentials
+	ETOOLARGE      = "too_large"       // a request body over its bound
+	EUNAVAILABLE   = "unavailable"     // shutting down or not ready
+	EINTERNAL      = "internal"        // anything unexpected
+	internalErrMsg = "Internal error."
+)
+
+// Error is a domain error with a machine-readable code and a message that is
+// safe to show to the caller.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("memgate %s: %s", e.Code, e.Message) }
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err, or EINTERNAL for errors that are not
+// *Error (or wrap one).
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the caller-safe message of err; internal errors are
+// never shown verbatim.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return internalErrMsg
+}

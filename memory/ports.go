@@ -1,0 +1,137 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store persists records, slots, rollback points, the audit log and the
+// notification outbox. Implementations apply everything written in one
+// Update atomically and durably, and detect conflicting concurrent updates
+// (returning an error for which IsConflict is true, or retrying internally).
+type Store interface {
+	// Update runs fn in a read-write transaction. fn may run more than once
+	// if the transaction conflicts with another; it must not keep state
+	// across runs.
+	Update(ctx context.Context, fn func(Tx) error) error
+	// View runs fn in a read-only snapshot.
+	View(ctx context.Context, fn func(ReadTx) error) error
+}
+
+// ReadTx reads a consistent snapshot. Lookups of unknown ids return an error
+// with code ENOTFOUND.
+type ReadTx interface {
+	Record(id string) (*Record, error)
+	Slot(id string) (*Slot, error)
+	RollbackPoint(id string) (*RollbackPoint, error)
+	// SlotRecords returns every record of a slot, oldest first.
+	SlotRecords(slotID string) ([]*Record, error)
+	// SlotPending returns the slot's pending records, oldest first.
+	SlotPending(slotID string) ([]*Record, error)
+	// SubjectSlots returns the ids of the slots about a subject.
+	SubjectSlots(subjectID string) ([]string, error)
+	// ScanActive calls fn for each active record, of one subject when
+	// subjectID is not empty, oldest first, until fn returns false.
+	ScanActive(subjectID string, fn func(*Record) bool) error
+	// ScanPending calls fn for each pending record, oldest first.
+	ScanPending(fn func(*Record) bool) error
+	// ScanByActor calls fn for each record written by a run/session id
+	// (kind "run") or an agent/user id (kind "actor"), oldest first.
+	ScanByActor(kind, id string, fn func(*Record) bool) error
+	// ScanEvents calls fn for each audit event after the given event id
+	// ("" = from the start), oldest first.
+	ScanEvents(after string, fn func(*Event) bool) error
+	// RecordEvents returns the audit events of one record, oldest first.
+	RecordEvents(recordID string) ([]*Event, error)
+	// ScanNotices calls fn for each undelivered notice, oldest first.
+	ScanNotices(fn func(*Notice) bool) error
+}
+
+// Tx is a read-write transaction.
+type Tx interface {
+	ReadTx
+	PutRecord(*Record) error
+	PutSlot(*Slot) error
+	PutRollbackPoint(*RollbackPoint) error
+	AppendEvent(*Event) error
+	PutNotice(*Notice) error
+	DeleteNotice(id string) error
+}
+
+// PolicyInput is what policy decides on. Its shape may grow, never shrink.
+type PolicyInput struct {
+	Op        Op        `json:"op"`
+	Candidate *Record   `json:"candidate"`
+	Current   *Record   `json:"current"` // the slot's active record, or null
+	Pending   []*Record `json:"pending"` // the slot's pending records
+	Actor     Actor     `json:"actor"`
+	Dialect   string    `json:"dialect"`
+}
+
+// Classifier decides the risk of a candidate. An error makes the governor
+// fail closed: the write is parked with reason policy_error.
+type Classifier interface {
+	Classify(ctx context.Context, in *PolicyInput) (Decision, error)
+}
+
+// ClassifierFunc adapts a function to Classifier (tests inject decisions).
+type ClassifierFunc func(ctx context.Context, in *PolicyInput) (Decision, error)
+
+// Classify calls f.
+func (f ClassifierFunc) Classify(ctx context.Context, in *PolicyInput) (Decision, error) {
+	return f(ctx, in)
+}
+
+// Conflict kinds reported to the Observer.
+const (
+	ConflictOverrideParked  = "override_parked"
+	ConflictOverrideApplied = "override_applied"
+	ConflictPendingPending  = "pending_vs_pending"
+)
+
+// Rollback scopes reported to the Observer.
+const (
+	ScopeRecord     = "record"
+	ScopeCascade    = "cascade"
+	ScopeQuarantine = "quarantine"
+	ScopeRestore    = "restore"
+)
+
+// Observer hears about transitions after they commit; metrics implement it.
+type Observer interface {
+	Write(dialect string, action Action, risk Risk)
+	Conflict(kind string)
+	RolledBack(scope string, n int)
+	Stale()
+	ReviewDecided(outcome, route string, waited time.Duration)
+}
+
+// NopObserver ignores everything.
+type NopObserver struct{}
+
+func (NopObserver) Write(string, Action, Risk)                  {}
+func (NopObserver) Conflict(string)                             {}
+func (NopObserver) RolledBack(string, int)                      {}
+func (NopObserver) Stale()                                      {}
+func (NopObserver) ReviewDecided(string, string, time.Duration) {}
+
+// Notified is told after commit that new notices are in the outbox, so a
+// worker can deliver them without polling.
+type Notified interface{ Wake() }
+
+// Candidate is a write as a dialect hands it to the governor.
+type Candidate struct {
+	Op              Op              `json:"op,omitempty"`
+	SlotID          string          `json:"slotId,omitempty"` // edit or delete an existing memory
+	Layer           Layer           `json:"layer,omitempty"`
+	SubjectID       string          `json:"subjectId,omitempty"`
+	FactType        string          `json:"factType,omitempty"`
+	Summary         string          `json:"summary"`
+	Value           json.RawMessage `json:"value,omitempty"`
+	CandidateSource Source          `json:"candidateSource,omitempty"`
+	Evidence        Evidence        `json:"evidence,omitempty"`
+	Actor           Actor           `json:"actor,omitempty"`
+	Scope           Scope           `json:"scope,omitempty"`
+	Metadata        map[string]any  `json:"metadata,omitempty"`
+}

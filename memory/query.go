@@ -1,0 +1,265 @@
+package memory
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Get returns a record by its id, or, given a slot id, the slot's active
+// version. Errors: ENOTFOUND.
+func (g *Governor) Get(ctx context.Context, id string) (*Record, error) {
+	var out *Record
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		r, err := tx.Record(id)
+		if err == nil {
+			out = r
+			return nil
+		} else if ErrorCode(err) != ENOTFOUND {
+			return err
+		}
+		st, err := loadSlot(tx, id)
+		if err != nil {
+			return err
+		}
+		if out = st.Active(); out == nil {
+			return Errorf(ENOTFOUND, "memory %s not found", id)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ListFilter selects active records.
+type ListFilter struct {
+	SubjectID string
+	Layer     Layer
+	Scope     Scope  // each non-empty field must match
+	Query     string // every word must appear in the summary, any case
+	Limit     int    // 0 = no limit
+}
+
+// Match reports whether an active record passes the filter.
+func (f *ListFilter) Match(r *Record, words []string) bool {
+	if f.SubjectID != "" && r.SubjectID != f.SubjectID {
+		return false
+	}
+	if f.Layer != "" && r.Layer != f.Layer {
+		return false
+	}
+	for _, p := range [][2]string{{f.Scope.UserID, r.Scope.UserID}, {f.Scope.AgentID, r.Scope.AgentID},
+		{f.Scope.AppID, r.Scope.AppID}, {f.Scope.RunID, r.Scope.RunID}} {
+		if p[0] != "" && p[0] != p[1] {
+			return false
+		}
+	}
+	if len(words) > 0 {
+		text := strings.ToLower(r.Summary)
+		for _, w := range words {
+			if !strings.Contains(text, w) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// List returns active records only, oldest first: reads never see pending,
+// superseded, rejected or rolled-back versions.
+func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
+	if f.Layer != "" && !f.Layer.Valid() {
+		return nil, Errorf(EINVALID, "unknown layer %q", f.Layer)
+	}
+	words := strings.Fields(strings.ToLower(f.Query))
+	out := []*Record{}
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		return tx.ScanActive(f.SubjectID, func(r *Record) bool {
+			if f.Match(r, words) {
+				out = append(out, r)
+			}
+			return f.Limit <= 0 || len(out) < f.Limit
+		})
+	})
+	return out, err
+}
+
+// History returns every version of a slot, oldest first, pending and
+// rejected ones included. Errors: ENOTFOUND.
+func (g *Governor) History(ctx context.Context, slotID string) ([]*Record, error) {
+	var out []*Record
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		if _, err := tx.Slot(slotID); err != nil {
+			return err
+		}
+		var err error
+		out, err = tx.SlotRecords(slotID)
+		return err
+	})
+	return out, err
+}
+
+// ReviewItem is a parked write with what it would replace.
+type ReviewItem struct {
+	Record      *Record   `json:"record"`
+	Current     *Record   `json:"current,omitempty"`     // the slot's active version now
+	Conflicting []string  `json:"conflicting,omitempty"` // other pending writes to the same slot
+	Stale       bool      `json:"stale"`                 // the slot changed since it was parked
+	Waiting     string    `json:"waiting"`
+	WaitingFor  float64   `json:"waitingSeconds"`
+	ParkedAt    time.Time `json:"parkedAt"`
+}
+
+// Reviews returns the review queue, oldest first.
+func (g *Governor) Reviews(ctx context.Context) ([]*ReviewItem, error) {
+	now := g.now()
+	out := []*ReviewItem{}
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		var pending []*Record
+		if err := tx.ScanPending(func(r *Record) bool { pending = append(pending, r); return true }); err != nil {
+			return err
+		}
+		for _, r := range pending {
+			item, err := reviewItem(tx, r, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, item)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Review returns one parked write as a review item. Errors: ENOTFOUND.
+func (g *Governor) Review(ctx context.Context, id string) (*ReviewItem, error) {
+	var out *ReviewItem
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		r, err := tx.Record(id)
+		if err != nil {
+			return err
+		}
+		out, err = reviewItem(tx, r, g.now())
+		return err
+	})
+	return out, err
+}
+
+func reviewItem(tx ReadTx, r *Record, now time.Time) (*ReviewItem, error) {
+	st, err := loadSlot(tx, r.SlotID)
+	if err != nil {
+		return nil, err
+	}
+	item := &ReviewItem{Record: r, Current: st.Active(), ParkedAt: r.CreatedAt,
+		Stale: r.Status == StatusPending && st.headID() != r.ExpectedHead}
+	for _, p := range st.Pending {
+		if p.ID != r.ID {
+			item.Conflicting = append(item.Conflicting, p.ID)
+		}
+	}
+	if r.Status == StatusPending {
+		d := now.Sub(r.CreatedAt)
+		item.WaitingFor, item.Waiting = d.Seconds(), d.Round(time.Second).String()
+	}
+	return item, nil
+}
+
+// QueueStats summarizes the review queue for metrics.
+type QueueStats struct {
+	Depth        int
+	OldestParked time.Time // zero when the queue is empty
+}
+
+// Queue returns the review queue's depth and its oldest item's age.
+func (g *Governor) Queue(ctx context.Context) (QueueStats, error) {
+	var q QueueStats
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		return tx.ScanPending(func(r *Record) bool {
+			if q.Depth == 0 || r.CreatedAt.Before(q.OldestParked) {
+				q.OldestParked = r.CreatedAt
+			}
+			q.Depth++
+			return true
+		})
+	})
+	return q, err
+}
+
+// Explanation answers "why is this active?" for one record.
+type Explanation struct {
+	Record        *Record        `json:"record"`
+	Who           Actor          `json:"who"`                     // who triggered it
+	Replaced      *Record        `json:"replaced,omitempty"`      // what it replaced (or would replace)
+	Evidence      Evidence       `json:"evidence"`                // on what basis
+	Affects       []string       `json:"affects"`                 // what behaviour it changes
+	RollbackPoint *RollbackPoint `json:"rollbackPoint,omitempty"` // where to go back to
+	Rules         []Reason       `json:"rules"`                   // which policy rules fired
+	Review        *Review        `json:"review,omitempty"`        // who approved or rejected it
+	SupersededBy  *Record        `json:"supersededBy,omitempty"`
+	Events        []*Event       `json:"events"` // its audit trail
+}
+
+// Explain answers the five questions for a record (by record or slot id).
+// Errors: ENOTFOUND.
+func (g *Governor) Explain(ctx context.Context, id string) (*Explanation, error) {
+	var ex *Explanation
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		r, err := tx.Record(id)
+		if ErrorCode(err) == ENOTFOUND {
+			st, serr := loadSlot(tx, id)
+			if serr != nil || st.Head == nil {
+				return err
+			}
+			r, err = st.Head, nil
+		}
+		if err != nil {
+			return err
+		}
+		ex = &Explanation{Record: r, Who: r.Actor, Evidence: r.Evidence, Affects: r.Affects, Review: r.Review, Rules: []Reason{}}
+		if ex.Affects == nil {
+			ex.Affects = []string{}
+		}
+		if r.Decision != nil && r.Decision.Reasons != nil {
+			ex.Rules = r.Decision.Reasons
+		}
+		replaced := r.Supersedes
+		if r.Status == StatusPending {
+			replaced = r.ExpectedHead
+		}
+		if replaced != "" {
+			if ex.Replaced, err = tx.Record(replaced); err != nil {
+				return err
+			}
+		}
+		if r.RollbackPoint != "" {
+			if ex.RollbackPoint, err = tx.RollbackPoint(r.RollbackPoint); err != nil {
+				return err
+			}
+		}
+		if r.SupersededBy != "" {
+			if ex.SupersededBy, err = tx.Record(r.SupersededBy); err != nil {
+				return err
+			}
+		}
+		ex.Events, err = tx.RecordEvents(r.ID)
+		return err
+	})
+	return ex, err
+}
+
+// Events returns audit events after an event id, oldest first.
+func (g *Governor) Events(ctx context.Context, after string, limit int) ([]*Event, error) {
+	out := []*Event{}
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		return tx.ScanEvents(after, func(e *Event) bool {
+			out = append(out, e)
+			return limit <= 0 || len(out) < limit
+		})
+	})
+	return out, err
+}
+
+// sortByCreated orders records oldest first (ids are ULIDs).
+func sortByCreated(rs []*Record) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
+}

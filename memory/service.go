@@ -1,0 +1,773 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// Options configure a Governor. Store and Classifier are required.
+type Options struct {
+	Store      Store
+	Classifier Classifier
+	Observer   Observer
+	Logger     *slog.Logger
+	Now        func() time.Time
+	NewID      func() string
+	// Outbox enables storing reviewer notifications with each transition;
+	// Waker, if set, is told after commit that there is something to deliver.
+	Outbox bool
+	Waker  Notified
+	// PolicyTimeout bounds one policy evaluation; past it the write is parked.
+	PolicyTimeout time.Duration
+	// BatchSlots is how many slots quarantine and restore change per transaction.
+	BatchSlots int
+}
+
+// Governor runs every memory write through policy and applies the resulting
+// transition in one store transaction. It is safe for concurrent use.
+type Governor struct {
+	store    Store
+	policy   Classifier
+	obs      Observer
+	log      *slog.Logger
+	now      func() time.Time
+	newID    func() string
+	outbox   bool
+	waker    Notified
+	timeout  time.Duration
+	batch    int
+	stripes  [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
+}
+
+// NewGovernor returns a Governor with defaults filled in.
+func NewGovernor(o Options) *Governor {
+	g := &Governor{store: o.Store, policy: o.Classifier, obs: o.Observer, log: o.Logger, now: o.Now,
+		newID: o.NewID, outbox: o.Outbox, waker: o.Waker, timeout: o.PolicyTimeout, batch: o.BatchSlots}
+	if g.obs == nil {
+		g.obs = NopObserver{}
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.now == nil {
+		g.now = func() time.Time { return time.Now().UTC() }
+	}
+	if g.newID == nil {
+		g.newID = NewULIDSource()
+	}
+	if g.timeout <= 0 {
+		g.timeout = 250 * time.Millisecond
+	}
+	if g.batch <= 0 {
+		g.batch = 32
+	}
+	return g
+}
+
+// NewULIDSource returns a concurrency-safe generator of monotonic ULIDs, so
+// ids sort by creation time even within one millisecond.
+func NewULIDSource() func() string {
+	var mu sync.Mutex
+	entropy := ulid.Monotonic(rand.Reader, 0)
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return ulid.MustNew(ulid.Now(), entropy).String()
+	}
+}
+
+func (g *Governor) lock(slotIDs ...string) func() {
+	idx := make([]int, 0, len(slotIDs))
+	for _, id := range slotIDs {
+		h := fnv.New32a()
+		h.Write([]byte(id))
+		idx = append(idx, int(h.Sum32()%uint32(len(g.stripes))))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx) // ascending order: no two callers deadlock
+	for _, i := range idx {
+		g.stripes[i].Lock()
+	}
+	return func() {
+		for _, i := range idx {
+			g.stripes[i].Unlock()
+		}
+	}
+}
+
+// SubmitResult is the outcome of one candidate.
+type SubmitResult struct {
+	Outcome  Outcome `json:"outcome"`
+	Record   *Record `json:"record"`             // the candidate as stored (the active record if unchanged)
+	Replaced *Record `json:"replaced,omitempty"` // what it replaced, or would replace once approved
+}
+
+// Submit runs a candidate through policy and applies, parks or rejects it.
+// Errors: EINVALID for bad input, ENOTFOUND for an unknown slot or a delete
+// of nothing, EINTERNAL for storage failures (then nothing was written).
+func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, error) {
+	if err := c.Normalize(); err != nil {
+		return nil, err
+	}
+	now := g.now()
+	rec := &Record{ID: g.newID(), SlotID: c.SlotID, Op: c.Op, Layer: c.Layer, SubjectID: c.SubjectID,
+		FactType: c.FactType, Summary: c.Summary, Value: c.Value, CandidateSource: c.CandidateSource,
+		Actor: c.Actor, Scope: c.Scope, Metadata: c.Metadata, Evidence: c.Evidence, CreatedAt: now}
+	if err := g.placeRecord(ctx, rec); err != nil {
+		return nil, err
+	}
+
+	unlock := g.lock(rec.SlotID)
+	defer unlock()
+	var res *SubmitResult
+	var conflicts []string
+	var action Action
+	var risk Risk
+	err := g.store.Update(ctx, func(tx Tx) error {
+		st, err := loadSlot(tx, rec.SlotID)
+		if err != nil {
+			return err
+		}
+		if c.SlotID != "" && st.Slot == nil {
+			return Errorf(ENOTFOUND, "memory %s not found", c.SlotID)
+		}
+		in := &PolicyInput{Op: rec.Op, Candidate: rec, Current: st.Active(), Pending: st.Pending,
+			Actor: rec.Actor, Dialect: rec.Actor.Dialect}
+		if in.Pending == nil {
+			in.Pending = []*Record{}
+		}
+		dec := g.classify(ctx, in)
+		eff, outcome, err := Submit(st, rec, dec, now)
+		if err != nil {
+			return err
+		}
+		if raw, err := json.Marshal(in); err == nil {
+			for _, ev := range eff.Events {
+				if ev.RecordID == rec.ID || ev.Type == EventUnchanged {
+					ev.Input = raw
+					break
+				}
+			}
+		}
+		if err := g.apply(tx, &eff); err != nil {
+			return err
+		}
+		res = &SubmitResult{Outcome: outcome}
+		for _, r := range eff.Records {
+			if r.ID == rec.ID {
+				res.Record = r
+			}
+		}
+		switch outcome {
+		case OutcomeUnchanged:
+			res.Record = st.Active()
+		case OutcomeApplied, OutcomeParked:
+			res.Replaced = st.Active()
+		}
+		conflicts, action, risk = eff.Conflicts, dec.Action, dec.Risk
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	g.obs.Write(rec.Actor.Dialect, action, risk)
+	for _, k := range conflicts {
+		g.obs.Conflict(k)
+	}
+	g.wake(res.Outcome == OutcomeParked)
+	return res, nil
+}
+
+// placeRecord decides the record's slot. Free-text memories get their layer,
+// fact type (and a subject, where the writer gave only a scope) from policy.
+func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
+	subjectFromScope := false
+	if rec.SubjectID == "" && rec.SlotID == "" {
+		rec.SubjectID, subjectFromScope = rec.Scope.Entity(), true
+	}
+	if rec.SlotID != "" {
+		var slot *Slot
+		err := g.store.View(ctx, func(tx ReadTx) (err error) {
+			slot, err = tx.Slot(rec.SlotID)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		rec.SubjectID, rec.FactType = slot.SubjectID, slot.FactType
+		if rec.Layer == "" {
+			rec.Layer = slot.Layer
+		}
+		if rec.Scope == (Scope{}) {
+			rec.Scope = slot.Scope
+		}
+		return nil
+	}
+	if rec.Layer == "" || rec.FactType == "" || subjectFromScope {
+		in := &PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect}
+		dec := g.classify(ctx, in)
+		if rec.Layer == "" && dec.Layer.Valid() {
+			rec.Layer = dec.Layer
+		}
+		if rec.FactType == "" {
+			rec.FactType = dec.FactType
+		}
+		if subjectFromScope && dec.SubjectID != "" {
+			rec.SubjectID = dec.SubjectID
+		}
+		if len(rec.Value) == 0 && len(dec.Value) > 0 && json.Valid(dec.Value) {
+			rec.Value = dec.Value
+		}
+	}
+	if rec.Layer == "" {
+		rec.Layer = LayerKnowledge
+	}
+	if rec.SubjectID == "" {
+		return Errorf(EINVALID, "subjectId is required (or a user, agent, app or run scope)")
+	}
+	if err := checkID("factType", rec.FactType); err != nil {
+		return err
+	}
+	if err := checkID("subjectId", rec.SubjectID); err != nil {
+		return err
+	}
+	if rec.FactType != "" {
+		rec.SlotID = KeyedSlotID(rec.SubjectID, rec.FactType)
+	} else {
+		if rec.Op == OpDelete {
+			return Errorf(EINVALID, "a delete names a memory id, or a subjectId and factType")
+		}
+		rec.SlotID = rec.ID // a slot of its own
+	}
+	return nil
+}
+
+// classify evaluates policy and fails closed: any error, timeout or invalid
+// decision parks the write with reason policy_error.
+func (g *Governor) classify(ctx context.Context, in *PolicyInput) Decision {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	dec, err := g.policy.Classify(ctx, in)
+	if err == nil {
+		err = dec.validate()
+	}
+	if err != nil {
+		g.log.Warn("policy evaluation failed; parking the write", "err", err, "record", in.Candidate.ID)
+		return Decision{Risk: RiskHigh, Action: ActionReview, Categories: []string{},
+			Reasons:     []Reason{{Rule: "policy_error", Message: "policy could not be evaluated: " + err.Error()}},
+			PolicyError: err.Error(), Revision: dec.Revision}
+	}
+	return dec
+}
+
+func (d *Decision) validate() error {
+	switch d.Action {
+	case ActionApply, ActionReview, ActionReject:
+	default:
+		return fmt.Errorf("policy returned action %q", d.Action)
+	}
+	switch d.Risk {
+	case RiskLow, RiskMedium, RiskHigh:
+	default:
+		return fmt.Errorf("policy returned risk %q", d.Risk)
+	}
+	if d.Layer != "" && !d.Layer.Valid() {
+		return fmt.Errorf("policy returned layer %q", d.Layer)
+	}
+	return nil
+}
+
+// apply writes effects into tx, naming events and notices.
+func (g *Governor) apply(tx Tx, eff *Effects) error {
+	for _, s := range eff.Slots {
+		if err := tx.PutSlot(s); err != nil {
+			return err
+		}
+	}
+	for _, r := range eff.Records {
+		if err := tx.PutRecord(r); err != nil {
+			return err
+		}
+	}
+	for _, p := range eff.Points {
+		if err := tx.PutRollbackPoint(p); err != nil {
+			return err
+		}
+	}
+	for _, ev := range eff.Events {
+		ev.ID = g.newID()
+		if err := tx.AppendEvent(ev); err != nil {
+			return err
+		}
+	}
+	if g.outbox {
+		for _, n := range eff.Notices {
+			n.ID = g.newID()
+			if err := tx.PutNotice(n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (g *Governor) wake(ok bool) {
+	if ok && g.outbox && g.waker != nil {
+		g.waker.Wake()
+	}
+}
+
+func loadSlot(tx ReadTx, slotID string) (SlotState, error) {
+	var st SlotState
+	slot, err := tx.Slot(slotID)
+	if ErrorCode(err) == ENOTFOUND {
+		return st, nil
+	} else if err != nil {
+		return st, err
+	}
+	st.Slot = slot
+	if slot.Head != "" {
+		if st.Head, err = tx.Record(slot.Head); err != nil {
+			return st, fmt.Errorf("slot %s head: %w", slotID, err)
+		}
+	}
+	st.Pending, err = tx.SlotPending(slotID)
+	return st, err
+}
+
+// slotOf finds the slot a record is in, for locking before the transaction.
+func (g *Governor) slotOf(ctx context.Context, id string) (string, error) {
+	var slotID string
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		r, err := tx.Record(id)
+		if err != nil {
+			return err
+		}
+		slotID = r.SlotID
+		return nil
+	})
+	return slotID, err
+}
+
+// Approve applies a parked write (see the package function Approve). A
+// stale approval re-evaluates the write against the slot's new head, keeps
+// it pending and returns ESTALE. Errors: ENOTFOUND, EDECIDED, ESTALE, EINVALID.
+func (g *Governor) Approve(ctx context.Context, id string, rv Review) (*Record, error) {
+	return g.decide(ctx, id, rv, true)
+}
+
+// Reject denies a parked write. Errors: ENOTFOUND, EDECIDED.
+func (g *Governor) Reject(ctx context.Context, id string, rv Review) (*Record, error) {
+	return g.decide(ctx, id, rv, false)
+}
+
+func (g *Governor) decide(ctx context.Context, id string, rv Review, approve bool) (*Record, error) {
+	slotID, err := g.slotOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	unlock := g.lock(slotID)
+	defer unlock()
+	now := g.now()
+	var out *Record
+	var staleErr error
+	err = g.store.Update(ctx, func(tx Tx) error {
+		staleErr, out = nil, nil
+		rec, err := tx.Record(id)
+		if err != nil {
+			return err
+		}
+		st, err := loadSlot(tx, rec.SlotID)
+		if err != nil {
+			return err
+		}
+		var eff Effects
+		if approve {
+			eff, err = Approve(st, rec, rv, now)
+		} else {
+			eff, err = Reject(st, rec, rv, now)
+		}
+		if ErrorCode(err) == ESTALE {
+			staleErr = err
+			in := &PolicyInput{Op: rec.Op, Candidate: rec, Current: st.Active(), Pending: others(st.Pending, rec.ID),
+				Actor: rec.Actor, Dialect: rec.Actor.Dialect}
+			eff = Restale(st, rec, g.classify(ctx, in), rv.By, now)
+		} else if err != nil {
+			return err
+		}
+		if err := g.apply(tx, &eff); err != nil {
+			return err
+		}
+		for _, r := range eff.Records {
+			if r.ID == id {
+				out = r
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.wake(true)
+	if staleErr != nil {
+		g.obs.Stale()
+		return out, staleErr
+	}
+	g.obs.ReviewDecided(out.Review.Outcome, rv.Route, now.Sub(out.CreatedAt))
+	return out, nil
+}
+
+func others(recs []*Record, id string) []*Record {
+	out := []*Record{}
+	for _, r := range recs {
+		if r.ID != id {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// RollbackResult lists what a rollback changed.
+type RollbackResult struct {
+	RolledBack []*Record `json:"rolledBack"`
+	Restored   *Record   `json:"restored,omitempty"` // the slot's head afterwards, if any
+}
+
+// Rollback undoes a record: the slot returns exactly to its rollback point.
+// A record that is no longer the head needs cascade, which undoes every
+// version after it first, newest first, in the same transaction.
+// Errors: ENOTFOUND, ECONFLICT.
+func (g *Governor) Rollback(ctx context.Context, id string, cascade bool, reason, by string) (*RollbackResult, error) {
+	slotID, err := g.slotOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	unlock := g.lock(slotID)
+	defer unlock()
+	now := g.now()
+	var res *RollbackResult
+	err = g.store.Update(ctx, func(tx Tx) error {
+		res = &RollbackResult{}
+		rec, err := tx.Record(id)
+		if err != nil {
+			return err
+		}
+		st, err := loadSlot(tx, rec.SlotID)
+		if err != nil {
+			return err
+		}
+		if rec.Status == StatusSuperseded && cascade {
+			if !inChain(tx, st.Head, rec.ID) {
+				return Errorf(ECONFLICT, "memory %s is not in the line of versions behind the slot's head", id)
+			}
+			for st.Head != nil && st.Head.ID != rec.ID {
+				if st, err = g.rollbackHead(tx, st, res, reason, by, now); err != nil {
+					return err
+				}
+			}
+		}
+		if _, err := g.rollbackRecord(tx, st, rec.ID, res, reason, by, now); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	scope := ScopeRecord
+	if len(res.RolledBack) > 1 {
+		scope = ScopeCascade
+	}
+	g.obs.RolledBack(scope, len(res.RolledBack))
+	g.wake(true)
+	return res, nil
+}
+
+// rollbackRecord rolls back the record id, which must be the head; the pure
+// Rollback explains why not when it is not.
+func (g *Governor) rollbackRecord(tx Tx, st SlotState, id string, res *RollbackResult, reason, by string, now time.Time) (SlotState, error) {
+	rec, err := tx.Record(id)
+	if err != nil {
+		return st, err
+	}
+	if st.Head == nil || st.Head.ID != id {
+		_, err := Rollback(st, rec, nil, nil, reason, by, now)
+		if err == nil {
+			err = Errorf(ECONFLICT, "memory %s is not the slot's head", id)
+		}
+		return st, err
+	}
+	return g.rollbackHead(tx, st, res, reason, by, now)
+}
+
+// rollbackHead undoes the slot's head and returns the slot's new state.
+func (g *Governor) rollbackHead(tx Tx, st SlotState, res *RollbackResult, reason, by string, now time.Time) (SlotState, error) {
+	head := st.Head
+	point, err := tx.RollbackPoint(head.RollbackPoint)
+	if err != nil {
+		return st, fmt.Errorf("rollback point of %s: %w", head.ID, err)
+	}
+	restore, err := restoreTarget(tx, point.Replaced)
+	if err != nil {
+		return st, err
+	}
+	eff, err := Rollback(st, head, point, restore, reason, by, now)
+	if err != nil {
+		return st, err
+	}
+	if err := g.apply(tx, &eff); err != nil {
+		return st, err
+	}
+	res.RolledBack = append(res.RolledBack, eff.Records[0])
+	res.Restored = nil
+	if restore != nil {
+		res.Restored = eff.Records[1]
+	}
+	return loadSlot(tx, head.SlotID)
+}
+
+// restoreTarget follows a rollback point back past versions that were
+// themselves rolled back, so an undone version is never resurrected.
+func restoreTarget(tx ReadTx, id string) (*Record, error) {
+	for seen := 0; id != ""; seen++ {
+		r, err := tx.Record(id)
+		if err != nil {
+			return nil, fmt.Errorf("restore target %s: %w", id, err)
+		}
+		if r.Status != StatusRolledBack {
+			return r, nil
+		}
+		if seen > 1_000_000 {
+			return nil, Errorf(EINTERNAL, "version chain of %s does not end", id)
+		}
+		id = r.Supersedes
+	}
+	return nil, nil
+}
+
+func inChain(tx ReadTx, head *Record, id string) bool {
+	for r := head; r != nil; {
+		if r.ID == id {
+			return true
+		}
+		if r.Supersedes == "" {
+			return false
+		}
+		next, err := tx.Record(r.Supersedes)
+		if err != nil {
+			return false
+		}
+		r = next
+	}
+	return false
+}
+
+// BulkResult reports a quarantine or a restore.
+type BulkResult struct {
+	RolledBack []string `json:"rolledBack"` // versions undone that were the head
+	Retracted  []string `json:"retracted"`  // versions undone that someone else had since replaced
+	Rejected   []string `json:"rejected"`   // pending writes rejected
+	Slots      int      `json:"slots"`
+}
+
+// Quarantine undoes everything one run/session (kind "run") or one agent/
+// user (kind "actor") wrote: in each slot its versions are rolled back from
+// the head, newest first; its versions someone else has since replaced are
+// retracted so no later rollback restores them; its pending writes are
+// rejected. Each slot changes atomically; slots are processed in batches.
+func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) (*BulkResult, error) {
+	if kind != "run" && kind != "actor" {
+		return nil, Errorf(EINVALID, "quarantine needs a runId or an actorId")
+	}
+	if id == "" {
+		return nil, Errorf(EINVALID, "quarantine needs a runId or an actorId")
+	}
+	bySlot := map[string]map[string]bool{}
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		return tx.ScanByActor(kind, id, func(r *Record) bool {
+			if bySlot[r.SlotID] == nil {
+				bySlot[r.SlotID] = map[string]bool{}
+			}
+			bySlot[r.SlotID][r.ID] = true
+			return true
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	// A record approved as append moved to its own slot; the index still
+	// finds it by id, and loading it inside the batch sees its current slot.
+	res := &BulkResult{RolledBack: []string{}, Retracted: []string{}, Rejected: []string{}}
+	err = g.bulk(ctx, keys(bySlot), func(tx Tx, slotID string, now time.Time) error {
+		return g.quarantineSlot(tx, slotID, bySlot[slotID], res, reason, by, now)
+	})
+	if err != nil {
+		return res, err
+	}
+	now := g.now()
+	err = g.store.Update(ctx, func(tx Tx) error {
+		ev := &Event{Type: EventQuarantined, At: now, By: by, Reason: fmt.Sprintf("%s %s: %s", kind, id, reason),
+			Related: append(append([]string{}, res.RolledBack...), res.Retracted...)}
+		eff := Effects{Events: []*Event{ev}, Notices: []*Notice{{Kind: NoticeQuarantine, At: now,
+			Text: fmt.Sprintf("Quarantined %s %s (%s): %d rolled back, %d retracted, %d pending rejected",
+				kind, id, reason, len(res.RolledBack), len(res.Retracted), len(res.Rejected))}}}
+		return g.apply(tx, &eff)
+	})
+	g.obs.RolledBack(ScopeQuarantine, len(res.RolledBack)+len(res.Retracted))
+	g.wake(true)
+	return res, err
+}
+
+func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res *BulkResult, reason, by string, now time.Time) error {
+	st, err := loadSlot(tx, slotID)
+	if err != nil {
+		return err
+	}
+	rb := &RollbackResult{}
+	for st.Head != nil && ids[st.Head.ID] && (st.Head.Status == StatusActive || st.Head.Status == StatusDeleted) {
+		if st, err = g.rollbackHead(tx, st, rb, reason, by, now); err != nil {
+			return err
+		}
+	}
+	for _, r := range rb.RolledBack {
+		res.RolledBack = append(res.RolledBack, r.ID)
+	}
+	for _, id := range sortedKeys(ids) {
+		rec, err := tx.Record(id)
+		if err != nil {
+			return err
+		}
+		var eff Effects
+		switch rec.Status {
+		case StatusPending:
+			if eff, err = Reject(st, rec, Review{By: by, Route: "quarantine", Note: reason}, now); err != nil {
+				return err
+			}
+			res.Rejected = append(res.Rejected, id)
+		case StatusSuperseded:
+			if eff, err = Retract(rec, reason, by, now); err != nil {
+				return err
+			}
+			res.Retracted = append(res.Retracted, id)
+		default:
+			continue
+		}
+		if err := g.apply(tx, &eff); err != nil {
+			return err
+		}
+		if st, err = loadSlot(tx, slotID); err != nil {
+			return err
+		}
+	}
+	if st.Slot != nil {
+		// Bump the slot so a concurrent transition on it conflicts.
+		eff := Effects{Slots: []*Slot{touchSlot(st.Slot, &Record{}, now)}}
+		return g.apply(tx, &eff)
+	}
+	return nil
+}
+
+// Restore returns every slot of a subject to what was its head at time at:
+// versions applied after it are rolled back, newest first. Pending writes
+// are left for their reviewers.
+func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, reason, by string) (*BulkResult, error) {
+	if subjectID == "" {
+		return nil, Errorf(EINVALID, "restore needs a subjectId")
+	}
+	var slots []string
+	err := g.store.View(ctx, func(tx ReadTx) (err error) {
+		slots, err = tx.SubjectSlots(subjectID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &BulkResult{RolledBack: []string{}, Retracted: []string{}, Rejected: []string{}}
+	err = g.bulk(ctx, slots, func(tx Tx, slotID string, now time.Time) error {
+		st, err := loadSlot(tx, slotID)
+		if err != nil {
+			return err
+		}
+		rb := &RollbackResult{}
+		for st.Head != nil && st.Head.ActivatedAt.After(at) {
+			if st, err = g.rollbackHead(tx, st, rb, reason, by, now); err != nil {
+				return err
+			}
+		}
+		for _, r := range rb.RolledBack {
+			res.RolledBack = append(res.RolledBack, r.ID)
+		}
+		return nil
+	})
+	g.obs.RolledBack(ScopeRestore, len(res.RolledBack))
+	g.wake(true)
+	return res, err
+}
+
+// bulk runs fn for each slot, batching slots into transactions. A batch
+// that is too big for one transaction is split.
+func (g *Governor) bulk(ctx context.Context, slots []string, fn func(Tx, string, time.Time) error) error {
+	sort.Strings(slots)
+	for len(slots) > 0 {
+		n := min(g.batch, len(slots))
+		for {
+			err := g.bulkBatch(ctx, slots[:n], fn)
+			if errors.Is(err, ErrTxnTooBig) && n > 1 {
+				n /= 2
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			break
+		}
+		slots = slots[n:]
+	}
+	return nil
+}
+
+func (g *Governor) bulkBatch(ctx context.Context, slots []string, fn func(Tx, string, time.Time) error) error {
+	unlock := g.lock(slots...)
+	defer unlock()
+	now := g.now()
+	return g.store.Update(ctx, func(tx Tx) error {
+		for _, s := range slots {
+			if err := fn(tx, s, now); err != nil {
+				return fmt.Errorf("slot %s: %w", s, err)
+			}
+		}
+		return nil
+	})
+}
+
+// ErrTxnTooBig is returned (wrapped) by a Store when one transaction would
+// exceed its size limit.
+var ErrTxnTooBig = errors.New("transaction too big")
+
+func keys(m map[string]map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(out))) // newest first
+	return out
+}

@@ -1,0 +1,150 @@
+// Package store keeps memgate's records in an embedded Badger database on
+// disk. It implements memory.Store: every Update is one Badger transaction,
+// durable on commit (SyncWrites) unless relaxed, with Badger's conflict
+// detection serializing transitions of the same slot.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Options configure a Store.
+type Options struct {
+	Dir string
+	// NoSync relaxes durability: commits return before the write reaches the
+	// disk. Acknowledged writes may then be lost on a crash.
+	NoSync bool
+	// InMemory keeps everything in memory (tests and benchmarks only).
+	InMemory bool
+	Logger   *slog.Logger
+	// MemTableSize bounds one memtable; Badger's default (64 MB, five of
+	// them) is sized for a database server, not a sidecar.
+	MemTableSize int64
+	// BlockCacheSize bounds the block cache (Badger's default: 256 MB).
+	BlockCacheSize int64
+}
+
+// Store is a Badger-backed memory.Store.
+type Store struct {
+	db  *badger.DB
+	log *slog.Logger
+}
+
+var _ memory.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database in o.Dir.
+func Open(o Options) (*Store, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MemTableSize <= 0 {
+		o.MemTableSize = 8 << 20
+	}
+	if o.BlockCacheSize <= 0 {
+		o.BlockCacheSize = 8 << 20
+	}
+	if o.Dir == "" && !o.InMemory {
+		return nil, errors.New("store: a data directory is required")
+	}
+	opts := badger.DefaultOptions(o.Dir).
+		WithInMemory(o.InMemory).
+		WithSyncWrites(!o.NoSync).
+		WithLogger(badgerLogger{o.Logger}).
+		WithMemTableSize(o.MemTableSize).
+		WithNumMemtables(3).
+		WithNumLevelZeroTables(3).
+		WithNumLevelZeroTablesStall(8).
+		WithBlockCacheSize(o.BlockCacheSize).
+		WithIndexCacheSize(4 << 20).
+		WithValueLogFileSize(64 << 20).
+		WithValueThreshold(4 << 10).
+		WithNumCompactors(2).
+		WithCompactL0OnClose(false)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", o.Dir, err)
+	}
+	return &Store{db: db, log: o.Logger}, nil
+}
+
+// Close flushes and closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}
+
+// DB exposes the Badger handle to the packages that back it up (snapshot).
+func (s *Store) DB() *badger.DB { return s.db }
+
+// Size returns the on-disk size of the LSM tree and the value log.
+func (s *Store) Size() (lsm, vlog int64) { return s.db.Size() }
+
+// maxAttempts bounds retries of a conflicting transaction. The governor
+// serializes writers of one slot, so conflicts are rare and short-lived.
+const maxAttempts = 64
+
+// Update runs fn in a read-write transaction, retrying it when Badger
+// reports a conflict with a concurrent transaction.
+func (s *Store) Update(ctx context.Context, fn func(memory.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("store: update: %w", err)
+		}
+		txn := s.db.NewTransaction(true)
+		err := fn(&tx{txn: txn})
+		if err == nil {
+			err = txn.Commit()
+		}
+		txn.Discard()
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, badger.ErrConflict) && attempt < maxAttempts:
+			time.Sleep(time.Duration(rand.IntN(50*attempt)) * time.Microsecond)
+			continue
+		case errors.Is(err, badger.ErrTxnTooBig):
+			return fmt.Errorf("store: %w: %w", memory.ErrTxnTooBig, err)
+		}
+		var de *memory.Error
+		if errors.As(err, &de) {
+			return err // a domain answer, not a storage failure
+		}
+		return fmt.Errorf("store: update: %w", err)
+	}
+}
+
+// View runs fn in a read-only snapshot.
+func (s *Store) View(ctx context.Context, fn func(memory.ReadTx) error) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: view: %w", err)
+	}
+	return s.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn}) })
+}
+
+// Backup writes a full backup of the database to w (Badger's backup format).
+func (s *Store) Backup(w io.Writer) error {
+	if _, err := s.db.Backup(w, 0); err != nil {
+		return fmt.Errorf("store: backup: %w", err)
+	}
+	return nil
+}
+
+type badgerLogger struct{ l *slog.Logger }
+
+// Badger is chatty at info level (compactions, flushes): those go to debug.
+func (b badgerLogger) Errorf(f string, a ...any)   { b.l.Error(fmt.Sprintf(f, a...), "component", "badger") }
+func (b badgerLogger) Warningf(f string, a ...any) { b.l.Warn(fmt.Sprintf(f, a...), "component", "badger") }
+func (b badgerLogger) Infof(f string, a ...any)    { b.l.Debug(fmt.Sprintf(f, a...), "component", "badger") }
+func (b badgerLogger) Debugf(f string, a ...any)   {}

@@ -1,0 +1,335 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Key layout. Ids never contain control characters (memory validates them),
+// so 0x00 separates the parts of composite keys unambiguously.
+//
+//	r/<record>                 record
+//	s/<slot>                   slot
+//	p/<point>                  rollback point
+//	sr/<slot>\0<record>        every record of a slot
+//	sp/<slot>\0<record>        pending records of a slot
+//	ss/<subject>\0<slot>       slots of a subject
+//	a/<subject>\0<record>      active records
+//	q/<record>                 review queue
+//	xr/<run or session>\0<rec> records by run
+//	xa/<agent or user>\0<rec>  records by actor
+//	e/<event>                  audit log (ids sort by time)
+//	er/<record>\0<event>       events of a record
+//	o/<notice>                 outbox
+const sep = "\x00"
+
+func key(parts ...string) []byte {
+	var b bytes.Buffer
+	for i, p := range parts {
+		if i > 1 {
+			b.WriteString(sep)
+		}
+		b.WriteString(p)
+	}
+	return b.Bytes()
+}
+
+type tx struct{ txn *badger.Txn }
+
+var _ memory.Tx = (*tx)(nil)
+
+func (t *tx) get(k []byte, v any, what, id string) error {
+	item, err := t.txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return memory.Errorf(memory.ENOTFOUND, "%s %s not found", what, id)
+	} else if err != nil {
+		return fmt.Errorf("get %s %s: %w", what, id, err)
+	}
+	return item.Value(func(b []byte) error {
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("decode %s %s: %w", what, id, err)
+		}
+		return nil
+	})
+}
+
+func (t *tx) put(k []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", k, err)
+	}
+	return t.set(k, b)
+}
+
+func (t *tx) set(k, v []byte) error {
+	if err := t.txn.Set(k, v); err != nil {
+		return fmt.Errorf("set %q: %w", k, err)
+	}
+	return nil
+}
+
+func (t *tx) del(k []byte) error {
+	if err := t.txn.Delete(k); err != nil {
+		return fmt.Errorf("delete %q: %w", k, err)
+	}
+	return nil
+}
+
+// scanKeys calls fn with the last part of every key under prefix, in key
+// order (reverse if asked), until fn returns false or an error.
+func (t *tx) scanKeys(prefix []byte, fn func(suffix string) (bool, error)) error {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = prefix
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		k := it.Item().Key()
+		more, err := fn(string(k[len(prefix):]))
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanRecords resolves each index key's trailing record id.
+func (t *tx) scanRecords(prefix []byte, fn func(*memory.Record) bool) error {
+	return t.scanKeys(prefix, func(suffix string) (bool, error) {
+		id := suffix
+		if i := bytes.LastIndexByte([]byte(suffix), 0); i >= 0 {
+			id = suffix[i+1:]
+		}
+		r, err := t.Record(id)
+		if err != nil {
+			return false, err
+		}
+		return fn(r), nil
+	})
+}
+
+func (t *tx) Record(id string) (*memory.Record, error) {
+	var r memory.Record
+	if err := t.get(key("r/", id), &r, "memory", id); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func (t *tx) Slot(id string) (*memory.Slot, error) {
+	var s memory.Slot
+	if err := t.get(key("s/", id), &s, "slot", id); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (t *tx) RollbackPoint(id string) (*memory.RollbackPoint, error) {
+	var p memory.RollbackPoint
+	if err := t.get(key("p/", id), &p, "rollback point", id); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (t *tx) collect(prefix []byte) ([]*memory.Record, error) {
+	out := []*memory.Record{}
+	err := t.scanRecords(prefix, func(r *memory.Record) bool { out = append(out, r); return true })
+	return out, err
+}
+
+func (t *tx) SlotRecords(slotID string) ([]*memory.Record, error) {
+	return t.collect(append(key("sr/", slotID), 0))
+}
+
+func (t *tx) SlotPending(slotID string) ([]*memory.Record, error) {
+	return t.collect(append(key("sp/", slotID), 0))
+}
+
+func (t *tx) SubjectSlots(subjectID string) ([]string, error) {
+	out := []string{}
+	err := t.scanKeys(append(key("ss/", subjectID), 0), func(slot string) (bool, error) {
+		out = append(out, slot)
+		return true, nil
+	})
+	return out, err
+}
+
+func (t *tx) ScanActive(subjectID string, fn func(*memory.Record) bool) error {
+	prefix := []byte("a/")
+	if subjectID != "" {
+		prefix = append(key("a/", subjectID), 0)
+	}
+	return t.scanRecords(prefix, fn)
+}
+
+func (t *tx) ScanPending(fn func(*memory.Record) bool) error {
+	return t.scanRecords([]byte("q/"), fn)
+}
+
+func (t *tx) ScanByActor(kind, id string, fn func(*memory.Record) bool) error {
+	switch kind {
+	case "run":
+		return t.scanRecords(append(key("xr/", id), 0), fn)
+	case "actor":
+		return t.scanRecords(append(key("xa/", id), 0), fn)
+	}
+	return memory.Errorf(memory.EINVALID, "unknown actor kind %q", kind)
+}
+
+func (t *tx) ScanEvents(after string, fn func(*memory.Event) bool) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte("e/")
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	start := key("e/", after)
+	for it.Seek(start); it.ValidForPrefix(opts.Prefix); it.Next() {
+		item := it.Item()
+		if after != "" && bytes.Equal(item.Key(), start) {
+			continue
+		}
+		var ev memory.Event
+		if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &ev) }); err != nil {
+			return fmt.Errorf("decode event %s: %w", item.Key(), err)
+		}
+		if !fn(&ev) {
+			return nil
+		}
+	}
+	return nil
+}
+
+func (t *tx) RecordEvents(recordID string) ([]*memory.Event, error) {
+	out := []*memory.Event{}
+	err := t.scanKeys(append(key("er/", recordID), 0), func(id string) (bool, error) {
+		var ev memory.Event
+		if err := t.get(key("e/", id), &ev, "event", id); err != nil {
+			return false, err
+		}
+		out = append(out, &ev)
+		return true, nil
+	})
+	return out, err
+}
+
+func (t *tx) ScanNotices(fn func(*memory.Notice) bool) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix = []byte("o/")
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(opts.Prefix); it.ValidForPrefix(opts.Prefix); it.Next() {
+		var n memory.Notice
+		if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &n) }); err != nil {
+			return fmt.Errorf("decode notice %s: %w", it.Item().Key(), err)
+		}
+		if !fn(&n) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// PutRecord writes a record and keeps every index in step with its status.
+func (t *tx) PutRecord(r *memory.Record) error {
+	old, err := t.Record(r.ID)
+	if memory.ErrorCode(err) == memory.ENOTFOUND {
+		old, err = nil, nil
+	} else if err != nil {
+		return err
+	}
+	if old == nil {
+		for _, k := range actorKeys(r) {
+			if err := t.set(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if old == nil || old.SlotID != r.SlotID {
+		if old != nil {
+			if err := t.del(key("sr/", old.SlotID, r.ID)); err != nil {
+				return err
+			}
+		}
+		if err := t.set(key("sr/", r.SlotID, r.ID), nil); err != nil {
+			return err
+		}
+	}
+	if err := t.index(old, r, memory.StatusPending, func(x *memory.Record) [][]byte {
+		return [][]byte{key("sp/", x.SlotID, x.ID), key("q/", x.ID)}
+	}); err != nil {
+		return err
+	}
+	if err := t.index(old, r, memory.StatusActive, func(x *memory.Record) [][]byte {
+		return [][]byte{key("a/", x.SubjectID, x.ID)}
+	}); err != nil {
+		return err
+	}
+	return t.put(key("r/", r.ID), r)
+}
+
+// index keeps the keys of a status index: removed when a record leaves the
+// status (or moves), added when it enters it.
+func (t *tx) index(old, cur *memory.Record, status memory.Status, keys func(*memory.Record) [][]byte) error {
+	if old != nil && old.Status == status {
+		for _, k := range keys(old) {
+			if err := t.del(k); err != nil {
+				return err
+			}
+		}
+	}
+	if cur.Status == status {
+		for _, k := range keys(cur) {
+			if err := t.set(k, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func actorKeys(r *memory.Record) [][]byte {
+	var out [][]byte
+	seen := map[string]bool{}
+	add := func(prefix, id string) {
+		if id != "" && !seen[prefix+id] {
+			seen[prefix+id] = true
+			out = append(out, key(prefix, id, r.ID))
+		}
+	}
+	add("xr/", r.Actor.RunID)
+	add("xr/", r.Actor.SessionID)
+	add("xa/", r.Actor.AgentID)
+	add("xa/", r.Actor.UserID)
+	return out
+}
+
+func (t *tx) PutSlot(s *memory.Slot) error {
+	if err := t.set(key("ss/", s.SubjectID, s.ID), nil); err != nil {
+		return err
+	}
+	return t.put(key("s/", s.ID), s)
+}
+
+func (t *tx) PutRollbackPoint(p *memory.RollbackPoint) error { return t.put(key("p/", p.ID), p) }
+
+func (t *tx) AppendEvent(e *memory.Event) error {
+	if e.ID == "" {
+		return errors.New("append event: no id")
+	}
+	if e.RecordID != "" {
+		if err := t.set(key("er/", e.RecordID, e.ID), nil); err != nil {
+			return err
+		}
+	}
+	return t.put(key("e/", e.ID), e)
+}
+
+func (t *tx) PutNotice(n *memory.Notice) error { return t.put(key("o/", n.ID), n) }
+
+func (t *tx) DeleteNotice(id string) error { return t.del(key("o/", id)) }
