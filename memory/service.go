@@ -260,6 +260,9 @@ func (g *Governor) classify(ctx context.Context, in *PolicyInput) Decision {
 	defer cancel()
 	dec, err := g.policy.Classify(ctx, in)
 	if err == nil {
+		err = ctx.Err() // a decision that came too late is not trusted
+	}
+	if err == nil {
 		err = dec.validate()
 	}
 	if err != nil {

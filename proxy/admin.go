@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Admin serves the operator API on the admin listener. Every /admin/ route
+// needs the bearer token; health endpoints do not.
+type Admin struct {
+	Gov   *memory.Governor
+	Log   *slog.Logger
+	Token string
+	// Ready reports whether the sidecar serves traffic (nil: always).
+	Ready func(context.Context) error
+	// Replay evaluates a policy given as files over the audit log (nil: 501).
+	Replay func(ctx context.Context, files map[string]string) (any, error)
+}
+
+// Register adds the admin routes to mux.
+func (a *Admin) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", a.ready)
+	route := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, a.auth(h)) }
+	route("GET /admin/v1/reviews", a.reviews)
+	route("GET /admin/v1/reviews/{id}", a.review)
+	route("POST /admin/v1/reviews/{id}/approve", a.approve)
+	route("POST /admin/v1/reviews/{id}/reject", a.reject)
+	route("GET /admin/v1/memories/{id}", a.get)
+	route("GET /admin/v1/memories/{id}/explain", a.explain)
+	route("GET /admin/v1/memories/{id}/history", a.history)
+	route("POST /admin/v1/memories/{id}/rollback", a.rollback)
+	route("POST /admin/v1/quarantine", a.quarantine)
+	route("POST /admin/v1/restore", a.restore)
+	route("GET /admin/v1/events", a.events)
+	route("POST /admin/v1/policy/replay", a.replay)
+	route("/admin/", func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, r, a.Log, memory.Errorf(memory.ENOTFOUND, "no admin route %s %s", r.Method, r.URL.Path))
+	})
+}
+
+func (a *Admin) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || a.Token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(a.Token)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="memgate-admin"`)
+			WriteError(w, r, a.Log, memory.Errorf(memory.EUNAUTHORIZED, "a valid admin token is required (Authorization: Bearer <token>)"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *Admin) ready(w http.ResponseWriter, r *http.Request) {
+	if a.Ready != nil {
+		if err := a.Ready(r.Context()); err != nil {
+			WriteError(w, r, a.Log, memory.Errorf(memory.EUNAVAILABLE, "not ready: %v", err))
+			return
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (a *Admin) reviews(w http.ResponseWriter, r *http.Request) {
+	items, err := a.Gov.Reviews(r.Context())
+	a.answer(w, r, map[string]any{"reviews": items, "count": len(items)}, err)
+}
+
+func (a *Admin) review(w http.ResponseWriter, r *http.Request) {
+	item, err := a.Gov.Review(r.Context(), r.PathValue("id"))
+	a.answer(w, r, item, err)
+}
+
+// DecisionRequest is the body of approve and reject.
+type DecisionRequest struct {
+	Mode   memory.ReviewMode `json:"mode,omitempty"`
+	Note   string            `json:"note,omitempty"`
+	Reason string            `json:"reason,omitempty"`
+	By     string            `json:"by,omitempty"`
+}
+
+func (a *Admin) decision(w http.ResponseWriter, r *http.Request) (memory.Review, bool) {
+	var req DecisionRequest
+	if err := a.decodeOptional(w, r, &req); err != nil {
+		WriteError(w, r, a.Log, err)
+		return memory.Review{}, false
+	}
+	rv := memory.Review{By: req.By, Mode: req.Mode, Note: req.Note, Route: "admin"}
+	if rv.By == "" {
+		rv.By = "admin"
+	}
+	if req.Reason != "" {
+		rv.Note = req.Reason
+	}
+	if route := r.Header.Get("X-Memgate-Route"); route == "cli" {
+		rv.Route = route
+	}
+	return rv, true
+}
+
+func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
+	rv, ok := a.decision(w, r)
+	if !ok {
+		return
+	}
+	rec, err := a.Gov.Approve(r.Context(), r.PathValue("id"), rv)
+	a.answer(w, r, rec, err)
+}
+
+func (a *Admin) reject(w http.ResponseWriter, r *http.Request) {
+	rv, ok := a.decision(w, r)
+	if !ok {
+		return
+	}
+	rec, err := a.Gov.Reject(r.Context(), r.PathValue("id"), rv)
+	a.answer(w, r, rec, err)
+}
+
+func (a *Admin) get(w http.ResponseWriter, r *http.Request) {
+	rec, err := a.Gov.Get(r.Context(), r.PathValue("id"))
+	a.answer(w, r, rec, err)
+}
+
+func (a *Admin) explain(w http.ResponseWriter, r *http.Request) {
+	ex, err := a.Gov.Explain(r.Context(), r.PathValue("id"))
+	a.answer(w, r, ex, err)
+}
+
+func (a *Admin) history(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	slot := id
+	if rec, err := a.Gov.Get(r.Context(), id); err == nil {
+		slot = rec.SlotID
+	}
+	recs, err := a.Gov.History(r.Context(), slot)
+	a.answer(w, r, map[string]any{"slotId": slot, "versions": recs}, err)
+}
+
+// RollbackRequest is the body of a rollback.
+type RollbackRequest struct {
+	Cascade bool   `json:"cascade"`
+	Reason  string `json:"reason"`
+	By      string `json:"by,omitempty"`
+}
+
+func (a *Admin) rollback(w http.ResponseWriter, r *http.Request) {
+	var req RollbackRequest
+	if err := a.decodeOptional(w, r, &req); err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	res, err := a.Gov.Rollback(r.Context(), r.PathValue("id"), req.Cascade, req.Reason, by(req.By))
+	a.answer(w, r, res, err)
+}
+
+// QuarantineRequest is the body of a quarantine.
+type QuarantineRequest struct {
+	RunID   string `json:"runId,omitempty"`
+	ActorID string `json:"actorId,omitempty"`
+	Reason  string `json:"reason"`
+	By      string `json:"by,omitempty"`
+}
+
+func (a *Admin) quarantine(w http.ResponseWriter, r *http.Request) {
+	var req QuarantineRequest
+	if err := DecodeJSON(w, r, &req); err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	kind, id := "run", req.RunID
+	switch {
+	case req.RunID != "" && req.ActorID != "":
+		WriteError(w, r, a.Log, memory.Errorf(memory.EINVALID, "give runId or actorId, not both"))
+		return
+	case req.ActorID != "":
+		kind, id = "actor", req.ActorID
+	}
+	res, err := a.Gov.Quarantine(r.Context(), kind, id, req.Reason, by(req.By))
+	a.answer(w, r, res, err)
+}
+
+// RestoreRequest is the body of a restore.
+type RestoreRequest struct {
+	SubjectID string    `json:"subjectId"`
+	At        time.Time `json:"at"`
+	Reason    string    `json:"reason"`
+	By        string    `json:"by,omitempty"`
+}
+
+func (a *Admin) restore(w http.ResponseWriter, r *http.Request) {
+	var req RestoreRequest
+	if err := DecodeJSON(w, r, &req); err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	if req.At.IsZero() {
+		WriteError(w, r, a.Log, memory.Errorf(memory.EINVALID, "at (an RFC 3339 time) is required"))
+		return
+	}
+	res, err := a.Gov.Restore(r.Context(), req.SubjectID, req.At, req.Reason, by(req.By))
+	a.answer(w, r, res, err)
+}
+
+func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if s := r.URL.Query().Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 10000 {
+			WriteError(w, r, a.Log, memory.Errorf(memory.EINVALID, "limit must be between 1 and 10000"))
+			return
+		}
+		limit = n
+	}
+	evs, err := a.Gov.Events(r.Context(), r.URL.Query().Get("after"), limit)
+	a.answer(w, r, map[string]any{"events": evs, "count": len(evs)}, err)
+}
+
+// ReplayRequest carries a policy directory's files (path → content).
+type ReplayRequest struct {
+	Files map[string]string `json:"files"`
+}
+
+func (a *Admin) replay(w http.ResponseWriter, r *http.Request) {
+	if a.Replay == nil {
+		WriteError(w, r, a.Log, memory.Errorf(memory.EUNAVAILABLE, "policy replay is not available"))
+		return
+	}
+	var req ReplayRequest
+	if err := DecodeJSON(w, r, &req); err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	if len(req.Files) == 0 {
+		WriteError(w, r, a.Log, memory.Errorf(memory.EINVALID, "files is required: the policy's .rego and data files"))
+		return
+	}
+	rep, err := a.Replay(r.Context(), req.Files)
+	a.answer(w, r, rep, err)
+}
+
+// decodeOptional accepts an empty body as the zero request.
+func (a *Admin) decodeOptional(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := ReadBody(w, r)
+	if err != nil || len(strings.TrimSpace(string(body))) == 0 {
+		return err
+	}
+	return DecodeStrict(body, v)
+}
+
+func (a *Admin) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
+func by(s string) string {
+	if s == "" {
+		return "admin"
+	}
+	return s
+}

@@ -1,0 +1,117 @@
+// Package proxy serves memgate's HTTP surfaces: the agent listener (native
+// REST, and the Mem0 and MCP dialects mounted from their own packages) and
+// the admin listener (review, explain, rollback, quarantine, health).
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// MaxBodyBytes bounds every request body on both listeners.
+const MaxBodyBytes = 1 << 20
+
+// statusOf is the one table from domain error codes to HTTP statuses.
+var statusOf = map[string]int{
+	memory.EINVALID:      http.StatusBadRequest,
+	memory.ENOTFOUND:     http.StatusNotFound,
+	memory.ESTALE:        http.StatusConflict,
+	memory.EDECIDED:      http.StatusConflict,
+	memory.ECONFLICT:     http.StatusConflict,
+	memory.EREJECTED:     http.StatusUnprocessableEntity,
+	memory.EUNAUTHORIZED: http.StatusUnauthorized,
+	memory.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	memory.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	memory.EINTERNAL:     http.StatusInternalServerError,
+}
+
+// ErrorBody is the JSON error shape of the native and admin APIs.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Record *memory.Record `json:"record,omitempty"`
+}
+
+// WriteError answers with the JSON error shape; only internal errors are
+// logged, since the others are the caller's to fix.
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	code := memory.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if code == memory.EINTERNAL {
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	var body ErrorBody
+	body.Error.Code, body.Error.Message = code, memory.ErrorMessage(err)
+	WriteJSON(w, status, body)
+}
+
+// WriteJSON answers with v as JSON.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing to do
+}
+
+// DecodeJSON reads one JSON object from a bounded body into v, refusing
+// unknown fields and trailing data. Errors are EINVALID or ETOOLARGE.
+func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := ReadBody(w, r)
+	if err != nil {
+		return err
+	}
+	return DecodeStrict(body, v)
+}
+
+// ReadBody reads the request body up to MaxBodyBytes.
+func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		return nil, memory.Errorf(memory.ETOOLARGE, "request body is larger than %d bytes", MaxBodyBytes)
+	} else if err != nil {
+		return nil, memory.Errorf(memory.EINVALID, "reading request body: %v", err)
+	}
+	return body, nil
+}
+
+// DecodeStrict decodes one JSON value into v, refusing unknown fields.
+func DecodeStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return memory.Errorf(memory.EINVALID, "request body is empty; a JSON object is required")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return memory.Errorf(memory.EINVALID, "malformed JSON: %s", jsonProblem(err))
+	}
+	if dec.More() {
+		return memory.Errorf(memory.EINVALID, "malformed JSON: unexpected data after the object")
+	}
+	return nil
+}
+
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("syntax error at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, typ.Type, typ.Value)
+	}
+	return err.Error()
+}

@@ -1,0 +1,115 @@
+package proxy
+
+import (
+	"log/slog"
+	"net"
+	"net/http"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Native serves memgate's own REST dialect on the agent listener. It can
+// write (always through the governor) and read the active layer; it has no
+// route that approves, rejects, rolls back or lists reviews.
+type Native struct {
+	Gov *memory.Governor
+	Log *slog.Logger
+}
+
+// Register adds the native routes to mux.
+func (n *Native) Register(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v1/memories", n.create)
+	mux.HandleFunc("GET /api/v1/memories", n.list)
+	mux.HandleFunc("GET /api/v1/memories/{id}", n.get)
+	mux.HandleFunc("DELETE /api/v1/memories/{id}", n.delete)
+	mux.HandleFunc("GET /api/v1/subjects/{subjectId}/facts/{factType}/history", n.history)
+}
+
+// statusOfOutcome maps a submit outcome to the native HTTP status.
+var statusOfOutcome = map[memory.Outcome]int{
+	memory.OutcomeApplied:   http.StatusCreated,
+	memory.OutcomeParked:    http.StatusAccepted,
+	memory.OutcomeUnchanged: http.StatusOK,
+}
+
+func (n *Native) create(w http.ResponseWriter, r *http.Request) {
+	var c memory.Candidate
+	if err := DecodeJSON(w, r, &c); err != nil {
+		WriteError(w, r, n.Log, err)
+		return
+	}
+	if c.SubjectID == "" && c.SlotID == "" {
+		WriteError(w, r, n.Log, memory.Errorf(memory.EINVALID, "subjectId is required"))
+		return
+	}
+	c.Actor.Dialect, c.Actor.RemoteAddr = "native", remoteIP(r)
+	n.submit(w, r, c)
+}
+
+func (n *Native) delete(w http.ResponseWriter, r *http.Request) {
+	c := memory.Candidate{Op: memory.OpDelete, SlotID: r.PathValue("id"), CandidateSource: memory.SourceTool,
+		Actor: memory.Actor{Dialect: "native", RemoteAddr: remoteIP(r),
+			AgentID: r.Header.Get("X-Memgate-Agent-Id"), RunID: r.Header.Get("X-Memgate-Run-Id")}}
+	if rec, err := n.Gov.Get(r.Context(), c.SlotID); err == nil {
+		c.SlotID = rec.SlotID // accept a record id as well as a memory (slot) id
+	}
+	n.submit(w, r, c)
+}
+
+func (n *Native) submit(w http.ResponseWriter, r *http.Request, c memory.Candidate) {
+	res, err := n.Gov.Submit(r.Context(), c)
+	if err != nil {
+		WriteError(w, r, n.Log, err)
+		return
+	}
+	if res.Outcome == memory.OutcomeRefused {
+		body := ErrorBody{Record: res.Record}
+		body.Error.Code = memory.EREJECTED
+		body.Error.Message = "policy rejected this memory"
+		if d := res.Record.Decision; d != nil && len(d.Reasons) > 0 {
+			body.Error.Message += ": " + d.Reasons[0].Message
+		}
+		WriteJSON(w, http.StatusUnprocessableEntity, body)
+		return
+	}
+	WriteJSON(w, statusOfOutcome[res.Outcome], res.Record)
+}
+
+func (n *Native) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := memory.ListFilter{SubjectID: q.Get("subjectId"), Layer: memory.Layer(q.Get("layer")), Query: q.Get("q"),
+		Scope: memory.Scope{UserID: q.Get("userId"), AgentID: q.Get("agentId"), AppID: q.Get("appId"), RunID: q.Get("runId")}}
+	recs, err := n.Gov.List(r.Context(), f)
+	if err != nil {
+		WriteError(w, r, n.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"memories": recs, "count": len(recs)})
+}
+
+func (n *Native) get(w http.ResponseWriter, r *http.Request) {
+	rec, err := n.Gov.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		WriteError(w, r, n.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, rec)
+}
+
+func (n *Native) history(w http.ResponseWriter, r *http.Request) {
+	slot := memory.KeyedSlotID(r.PathValue("subjectId"), r.PathValue("factType"))
+	recs, err := n.Gov.History(r.Context(), slot)
+	if err != nil {
+		WriteError(w, r, n.Log, err)
+		return
+	}
+	WriteJSON(w, http.StatusOK, map[string]any{"slotId": slot, "versions": recs})
+}
+
+func remoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
