@@ -37,17 +37,17 @@ type Options struct {
 // Governor runs every memory write through policy and applies the resulting
 // transition in one store transaction. It is safe for concurrent use.
 type Governor struct {
-	store    Store
-	policy   Classifier
-	obs      Observer
-	log      *slog.Logger
-	now      func() time.Time
-	newID    func() string
-	outbox   bool
-	waker    Notified
-	timeout  time.Duration
-	batch    int
-	stripes  [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
+	store   Store
+	policy  Classifier
+	obs     Observer
+	log     *slog.Logger
+	now     func() time.Time
+	newID   func() string
+	outbox  bool
+	waker   Notified
+	timeout time.Duration
+	batch   int
+	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
 }
 
 // NewGovernor returns a Governor with defaults filled in.
