@@ -72,7 +72,7 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 	if rec.Op == OpDelete && active == nil {
 		return eff, "", Errorf(ENOTFOUND, "memory %s has no active version to delete", rec.SlotID)
 	}
-	if dec.Action == ActionApply && rec.Op == OpWrite && active.SameContent(rec) {
+	if dec.Action == ActionApply && rec.Op != OpDelete && active.SameContent(rec) {
 		ev := eff.event(EventUnchanged, active, now)
 		ev.Actor = &rec.Actor
 		return eff, OutcomeUnchanged, nil
