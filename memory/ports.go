@@ -130,8 +130,8 @@ type Candidate struct {
 	Summary         string          `json:"summary"`
 	Value           json.RawMessage `json:"value,omitempty"`
 	CandidateSource Source          `json:"candidateSource,omitempty"`
-	Evidence        Evidence        `json:"evidence,omitempty"`
+	Evidence        Evidence        `json:"evidence,omitzero"`
 	Actor           Actor           `json:"actor,omitempty"`
-	Scope           Scope           `json:"scope,omitempty"`
+	Scope           Scope           `json:"scope,omitzero"`
 	Metadata        map[string]any  `json:"metadata,omitempty"`
 }

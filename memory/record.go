@@ -212,9 +212,9 @@ type Record struct {
 	Status          Status          `json:"status"`
 	CandidateSource Source          `json:"candidateSource"`
 	Actor           Actor           `json:"actor"`
-	Scope           Scope           `json:"scope,omitempty"`
+	Scope           Scope           `json:"scope,omitzero"`
 	Metadata        map[string]any  `json:"metadata,omitempty"`
-	Evidence        Evidence        `json:"evidence,omitempty"`
+	Evidence        Evidence        `json:"evidence,omitzero"`
 	Affects         []string        `json:"affects,omitempty"`
 	Supersedes      string          `json:"supersedes,omitempty"`
 	SupersededBy    string          `json:"supersededBy,omitempty"`
@@ -280,7 +280,7 @@ type Slot struct {
 	SubjectID string    `json:"subjectId"`
 	FactType  string    `json:"factType,omitempty"`
 	Layer     Layer     `json:"layer"`
-	Scope     Scope     `json:"scope,omitempty"`
+	Scope     Scope     `json:"scope,omitzero"`
 	Head      string    `json:"head,omitempty"` // latest applied version: active record or deletion
 	Versions  int       `json:"versions"`       // records ever submitted to the slot
 	CreatedAt time.Time `json:"createdAt"`

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -67,7 +68,11 @@ func (n *Native) submit(w http.ResponseWriter, r *http.Request, c memory.Candida
 		body.Error.Code = memory.EREJECTED
 		body.Error.Message = "policy rejected this memory"
 		if d := res.Record.Decision; d != nil && len(d.Reasons) > 0 {
-			body.Error.Message += ": " + d.Reasons[0].Message
+			msgs := make([]string, len(d.Reasons))
+			for i, r := range d.Reasons {
+				msgs[i] = r.Rule + ": " + r.Message
+			}
+			body.Error.Message += " (" + strings.Join(msgs, "; ") + ")"
 		}
 		WriteJSON(w, http.StatusUnprocessableEntity, body)
 		return
