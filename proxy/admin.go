@@ -3,8 +3,11 @@ package proxy
 import (
 	"context"
 	"crypto/subtle"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +23,10 @@ type Admin struct {
 	Token string
 	// Ready reports whether the sidecar serves traffic (nil: always).
 	Ready func(context.Context) error
-	// Replay evaluates a policy given as files over the audit log (nil: 501).
+	// Replay evaluates a policy given as files over the audit log (nil: 503).
 	Replay func(ctx context.Context, files map[string]string) (any, error)
+	// Snapshot writes a full backup of the store (nil: 503).
+	Snapshot func(ctx context.Context, w io.Writer) error
 }
 
 // Register adds the admin routes to mux.
@@ -43,6 +48,7 @@ func (a *Admin) Register(mux *http.ServeMux) {
 	route("POST /admin/v1/restore", a.restore)
 	route("GET /admin/v1/events", a.events)
 	route("POST /admin/v1/policy/replay", a.replay)
+	route("GET /admin/v1/snapshot", a.snapshot)
 	route("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, a.Log, memory.Errorf(memory.ENOTFOUND, "no admin route %s %s", r.Method, r.URL.Path))
 	})
@@ -245,6 +251,27 @@ func (a *Admin) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	rep, err := a.Replay(r.Context(), req.Files)
 	a.answer(w, r, rep, err)
+}
+
+func (a *Admin) snapshot(w http.ResponseWriter, r *http.Request) {
+	if a.Snapshot == nil {
+		WriteError(w, r, a.Log, memory.Errorf(memory.EUNAVAILABLE, "snapshots are not available"))
+		return
+	}
+	// Spool first so a failure is an error answer, not a truncated backup.
+	f, err := os.CreateTemp("", "memgate-snapshot-*")
+	if err != nil {
+		WriteError(w, r, a.Log, fmt.Errorf("snapshot: %w", err))
+		return
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	if err := a.Snapshot(r.Context(), f); err != nil {
+		WriteError(w, r, a.Log, fmt.Errorf("snapshot: %w", err))
+		return
+	}
+	w.Header().Set("Content-Disposition", `attachment; filename="memgate.backup"`)
+	http.ServeContent(w, r, "memgate.backup", time.Now(), f)
 }
 
 // decodeOptional accepts an empty body as the zero request.

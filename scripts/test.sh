@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test of memgate: installs what the tests need (npm packages from
+# their lockfiles, Debian's prometheus for promtool and the server), checks
+# formatting and vet, then runs the whole suite with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/test-deps.sh
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+echo "== go vet"
+go vet ./...
+echo "== go test -race"
+go test -race -timeout 20m "$@" ./...
