@@ -1,0 +1,154 @@
+package notify_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/store"
+)
+
+// reviewPolicy parks policy-layer writes and applies the rest, so each test
+// can park a write on demand.
+func reviewPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	if in.Candidate.Layer == memory.LayerPolicy {
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
+			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
+	}
+	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+}
+
+// env is a real Badger store on disk with a real governor writing notices
+// into the outbox.
+type env struct {
+	t      *testing.T
+	dir    string
+	st     *store.Store
+	gov    *memory.Governor
+	outbox *notify.Outbox
+	opts   notify.OutboxOptions
+}
+
+func newEnv(t *testing.T, opts notify.OutboxOptions) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), opts: opts}
+	e.open()
+	t.Cleanup(func() { e.close() })
+	return e
+}
+
+func (e *env) open() {
+	e.t.Helper()
+	st, err := store.Open(store.Options{Dir: e.dir})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.st = st
+	o := e.opts
+	o.Store = st
+	e.outbox = notify.NewOutbox(o)
+	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(reviewPolicy),
+		Outbox: true, Waker: e.outbox})
+}
+
+func (e *env) close() {
+	if e.st == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := e.outbox.Stop(ctx); err != nil {
+		e.t.Error(err)
+	}
+	if err := e.st.Close(); err != nil {
+		e.t.Error(err)
+	}
+	e.st = nil
+}
+
+// restart stops the worker and closes the database, then opens both again,
+// as a process restart would.
+func (e *env) restart() {
+	e.t.Helper()
+	e.close()
+	e.open()
+}
+
+func (e *env) park(subject string) *memory.Record {
+	e.t.Helper()
+	res, err := e.gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerPolicy, SubjectID: subject,
+		FactType: "publish.auto", Summary: "auto-publish is allowed for " + subject})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if res.Outcome != memory.OutcomeParked {
+		e.t.Fatalf("outcome %s, want parked", res.Outcome)
+	}
+	return res.Record
+}
+
+func (e *env) notices() []*memory.Notice {
+	e.t.Helper()
+	var out []*memory.Notice
+	err := e.st.View(context.Background(), func(tx memory.ReadTx) error {
+		return tx.ScanNotices(func(n *memory.Notice) bool { out = append(out, n); return true })
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// recorder is a Notifier whose answer each test scripts.
+type recorder struct {
+	mu      sync.Mutex
+	got     []string // kind:record of each delivered batch's first notice
+	calls   int
+	answer  func(call int, batch []*memory.Notice) (bool, error)
+	batches [][]*memory.Notice
+}
+
+func (r *recorder) Notify(_ context.Context, batch []*memory.Notice) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	if r.answer != nil {
+		if retry, err := r.answer(r.calls, batch); err != nil {
+			return retry, err
+		}
+	}
+	r.batches = append(r.batches, batch)
+	for _, n := range batch {
+		r.got = append(r.got, string(n.Kind)+":"+n.RecordID)
+	}
+	return false, nil
+}
+
+func (r *recorder) delivered() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+func (r *recorder) callCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func joined(s []string) string { return strings.Join(s, " ") }

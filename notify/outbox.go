@@ -1,0 +1,284 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// OutboxOptions configure an Outbox. Store is required.
+type OutboxOptions struct {
+	Store   memory.Store
+	Logger  *slog.Logger
+	Metrics *Metrics
+	Now     func() time.Time
+	Backoff Backoff
+	// Poll is the backstop: the outbox is looked at at least this often even
+	// if no Wake arrives (default 30s).
+	Poll time.Duration
+	// Timeout bounds one delivery (default 30s).
+	Timeout time.Duration
+}
+
+// scanLimit bounds how many notices one pass reads; the oldest come first,
+// which is all the ordering rules need.
+const scanLimit = 1000
+
+// batchesPerPass bounds the work between two looks at the outbox.
+const batchesPerPass = 50
+
+// Outbox delivers the notices the governor stored, oldest first.
+//
+// Rules:
+//   - a notice is deleted only after its delivery succeeded;
+//   - a retryable failure (unreachable, 5xx, 429) keeps the notice, counts
+//     the attempt, stores the error and schedules the next attempt with
+//     exponential backoff, never sooner than the server's Retry-After; the
+//     worker then pauses all deliveries until that time, since a rate limit
+//     or an outage applies to every notice alike;
+//   - a permanent failure (a 4xx, or an error the service says will not go
+//     away, like an unknown channel) is not retried: the notice is dropped,
+//     logged at error level and counted in memgate_notify_dropped_total. The
+//     record itself loses nothing: it stays in the review queue (CLI, admin
+//     API) and the Reminder re-announces pending items;
+//   - retryable failures are retried forever: an outage loses nothing.
+//
+// Delivery is at least once: a crash after a message was posted but before
+// its notice was deleted posts it again after the restart.
+type Outbox struct {
+	store   memory.Store
+	log     *slog.Logger
+	metrics *Metrics
+	now     func() time.Time
+	backoff Backoff
+	poll    time.Duration
+	timeout time.Duration
+	wake    chan struct{}
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var _ Waker = (*Outbox)(nil)
+
+// NewOutbox returns an Outbox with defaults filled in; Start runs it.
+func NewOutbox(o OutboxOptions) *Outbox {
+	ob := &Outbox{store: o.Store, log: o.Logger, metrics: o.Metrics, now: o.Now,
+		backoff: o.Backoff.withDefaults(), poll: o.Poll, timeout: o.Timeout, wake: make(chan struct{}, 1)}
+	if ob.log == nil {
+		ob.log = slog.New(slog.DiscardHandler)
+	}
+	if ob.now == nil {
+		ob.now = func() time.Time { return time.Now().UTC() }
+	}
+	if ob.poll <= 0 {
+		ob.poll = 30 * time.Second
+	}
+	if ob.timeout <= 0 {
+		ob.timeout = 30 * time.Second
+	}
+	return ob
+}
+
+// Wake tells the worker there is something new to deliver. It never blocks
+// and is safe before Start (the signal waits) and on a nil Outbox.
+func (o *Outbox) Wake() {
+	if o == nil {
+		return
+	}
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the worker until Stop or until ctx ends, delivering through n.
+func (o *Outbox) Start(ctx context.Context, n Notifier) error {
+	if o.store == nil || n == nil {
+		return errors.New("notify: an outbox needs a store and a notifier")
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done != nil {
+		return errors.New("notify: outbox already started")
+	}
+	ctx, o.cancel = context.WithCancel(ctx)
+	o.done = make(chan struct{})
+	go func() {
+		defer close(o.done)
+		o.run(ctx, n)
+	}()
+	return nil
+}
+
+// Stop ends the worker and waits for it (or for ctx). An interrupted
+// delivery leaves its notice in the outbox for the next start.
+func (o *Outbox) Stop(ctx context.Context) error {
+	o.mu.Lock()
+	cancel, done := o.cancel, o.done
+	o.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("notify: stopping the outbox: %w", ctx.Err())
+	}
+}
+
+func (o *Outbox) run(ctx context.Context, n Notifier) {
+	o.log.Info("notification outbox started")
+	defer o.log.Info("notification outbox stopped")
+	var pausedUntil time.Time
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		wait := o.poll
+		if now := o.now(); now.Before(pausedUntil) {
+			wait = min(wait, pausedUntil.Sub(now))
+		} else {
+			var next time.Time
+			next, pausedUntil = o.pass(ctx, n)
+			if !pausedUntil.IsZero() {
+				next = pausedUntil
+			}
+			if !next.IsZero() {
+				wait = min(wait, max(next.Sub(o.now()), time.Millisecond))
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-o.wake:
+			timer.Stop() // Go 1.23+: no stale tick is delivered after Stop
+		}
+	}
+}
+
+// pass delivers what is due until nothing is, or until a retryable failure
+// pauses the worker. It returns when the next notice falls due (zero: none
+// waiting) and, after a retryable failure, until when to pause.
+func (o *Outbox) pass(ctx context.Context, n Notifier) (next, pausedUntil time.Time) {
+	for ctx.Err() == nil {
+		outbox, err := o.load(ctx)
+		if err != nil {
+			o.log.Error("reading the notification outbox", "err", err)
+			return o.now().Add(o.backoff.Initial), time.Time{}
+		}
+		o.metrics.setPending(len(outbox))
+		now := o.now()
+		batches := plan(outbox, now, batchesPerPass)
+		if len(batches) == 0 {
+			return nextDue(outbox, now), time.Time{}
+		}
+		for _, b := range batches {
+			if until, stop := o.deliver(ctx, n, b); stop {
+				return time.Time{}, until
+			}
+		}
+	}
+	return time.Time{}, time.Time{}
+}
+
+func (o *Outbox) load(ctx context.Context) ([]*memory.Notice, error) {
+	var out []*memory.Notice
+	err := o.store.View(ctx, func(tx memory.ReadTx) error {
+		return tx.ScanNotices(func(n *memory.Notice) bool {
+			out = append(out, n)
+			return len(out) < scanLimit
+		})
+	})
+	return out, err
+}
+
+// deliver sends one batch and records the outcome. stop is true when the
+// worker must pause (until) or end.
+func (o *Outbox) deliver(ctx context.Context, n Notifier, batch []*memory.Notice) (until time.Time, stop bool) {
+	dctx, cancel := context.WithTimeout(ctx, o.timeout)
+	retry, err := n.Notify(dctx, batch)
+	cancel()
+	kind, first := string(batch[0].Kind), batch[0]
+	// Bookkeeping finishes even while stopping: a delivered notice that is
+	// not removed would be delivered again.
+	book := context.WithoutCancel(ctx)
+	switch {
+	case err == nil:
+		if err := o.remove(book, batch); err != nil {
+			o.log.Error("removing delivered notices from the outbox; they will be delivered again", "err", err, "notice", first.ID)
+			return o.now().Add(o.backoff.Initial), true
+		}
+		o.metrics.onDelivered(kind, len(batch))
+		o.log.Debug("notice delivered", "kind", kind, "notice", first.ID, "record", first.RecordID, "batch", len(batch))
+		return time.Time{}, false
+	case ctx.Err() != nil:
+		return time.Time{}, true // stopping: the notice stays as it was
+	case retry:
+		reason := reasonOf(err)
+		o.metrics.onRetry(reason)
+		attempts := 0
+		for _, x := range batch {
+			attempts = max(attempts, x.Attempts)
+		}
+		attempts++
+		next := o.now().Add(o.backoff.delay(attempts, retryAfterOf(err)))
+		o.log.Warn("notice delivery failed; will retry", "kind", kind, "notice", first.ID, "record", first.RecordID,
+			"attempt", attempts, "reason", reason, "next", next, "err", err)
+		if serr := o.reschedule(book, batch, attempts, next, err); serr != nil {
+			o.log.Error("recording a failed delivery in the outbox", "err", serr, "notice", first.ID)
+		}
+		return next, true
+	default:
+		reason := reasonOf(err)
+		o.metrics.onDropped(reason, len(batch))
+		o.log.Error("notice delivery failed permanently; dropped from the outbox (the record stays in the review queue)",
+			"kind", kind, "notice", first.ID, "record", first.RecordID, "reason", reason, "err", err)
+		if err := o.remove(book, batch); err != nil {
+			o.log.Error("dropping a notice from the outbox", "err", err, "notice", first.ID)
+			return o.now().Add(o.backoff.Initial), true
+		}
+		return time.Time{}, false
+	}
+}
+
+func (o *Outbox) remove(ctx context.Context, batch []*memory.Notice) error {
+	return o.store.Update(ctx, func(tx memory.Tx) error {
+		for _, n := range batch {
+			if err := tx.DeleteNotice(n.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// maxErrorLen bounds the error text stored with a notice.
+const maxErrorLen = 500
+
+func (o *Outbox) reschedule(ctx context.Context, batch []*memory.Notice, attempts int, next time.Time, cause error) error {
+	msg := cause.Error()
+	if len(msg) > maxErrorLen {
+		msg = strings.ToValidUTF8(msg[:maxErrorLen], "")
+	}
+	return o.store.Update(ctx, func(tx memory.Tx) error {
+		for _, n := range batch {
+			c := *n
+			c.Attempts, c.NextAttempt, c.LastError = attempts, next, msg
+			if err := tx.PutNotice(&c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

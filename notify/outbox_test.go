@@ -1,0 +1,183 @@
+package notify_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/notify"
+)
+
+// The backstop poll is an hour in these tests: deliveries that happen prove
+// the governor's Wake reached the worker.
+var quickOpts = notify.OutboxOptions{Poll: time.Hour, Backoff: notify.Backoff{Initial: 20 * time.Millisecond, Max: 100 * time.Millisecond}}
+
+func TestOutboxDeliversOnWakeAndDeletes(t *testing.T) {
+	e := newEnv(t, quickOpts)
+	rec := &recorder{}
+	if err := e.outbox.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	r := e.park("alpha")
+	eventually(t, "the parked notice", func() bool { return len(rec.delivered()) == 1 })
+	if got, want := joined(rec.delivered()), "parked:"+r.ID; got != want {
+		t.Fatalf("delivered %q, want %q", got, want)
+	}
+	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+}
+
+func TestOutboxRetriesWithBackoffAndRetryAfter(t *testing.T) {
+	e := newEnv(t, quickOpts)
+	rateLimited := &notify.DeliveryError{Reason: notify.ReasonRateLimited, RetryAfter: 300 * time.Millisecond, Err: errors.New("429")}
+	var times []time.Time
+	rec := &recorder{answer: func(call int, _ []*memory.Notice) (bool, error) {
+		times = append(times, time.Now())
+		switch call {
+		case 1, 2:
+			return true, &notify.DeliveryError{Reason: notify.ReasonServerError, Err: errors.New("503")}
+		case 3:
+			return true, rateLimited
+		}
+		return false, nil
+	}}
+	r := e.park("alpha")
+	if err := e.outbox.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	// After the first failure the notice is still there, with its attempt.
+	eventually(t, "a recorded failure", func() bool {
+		n := e.notices()
+		return len(n) == 1 && n[0].Attempts >= 1 && n[0].LastError != "" && !n[0].NextAttempt.IsZero()
+	})
+	eventually(t, "delivery after the outage", func() bool { return len(rec.delivered()) == 1 })
+	if got := rec.delivered()[0]; got != "parked:"+r.ID {
+		t.Fatalf("delivered %q", got)
+	}
+	if rec.callCount() != 4 {
+		t.Fatalf("%d calls, want 4 (503, 503, 429, ok)", rec.callCount())
+	}
+	if gap := times[3].Sub(times[2]); gap < 280*time.Millisecond {
+		t.Fatalf("retried %s after a 429 with Retry-After 300ms", gap)
+	}
+	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+}
+
+func TestOutboxDropsPermanentFailures(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	opts := quickOpts
+	opts.Metrics = notify.NewMetrics(reg)
+	e := newEnv(t, opts)
+	first := e.park("alpha")
+	second := e.park("beta")
+	rec := &recorder{answer: func(_ int, b []*memory.Notice) (bool, error) {
+		if b[0].RecordID == first.ID {
+			return false, &notify.DeliveryError{Reason: notify.ReasonClientError, Err: errors.New("channel_not_found")}
+		}
+		return false, nil
+	}}
+	if err := e.outbox.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	if got, want := joined(rec.delivered()), "parked:"+second.ID; got != want {
+		t.Fatalf("delivered %q, want %q", got, want)
+	}
+	if rec.callCount() != 2 {
+		t.Fatalf("%d calls: a permanent failure must not be retried", rec.callCount())
+	}
+	if v := testutil.ToFloat64(opts.Metrics.Dropped(notify.ReasonClientError)); v != 1 {
+		t.Fatalf("dropped counter %v, want 1", v)
+	}
+	// The record itself is untouched: still waiting for a human.
+	if got, _ := e.gov.Get(context.Background(), first.ID); got.Status != memory.StatusPending {
+		t.Fatalf("record is %s, want pending", got.Status)
+	}
+}
+
+func TestOutboxKeepsRecordOrder(t *testing.T) {
+	e := newEnv(t, quickOpts)
+	r := e.park("alpha")
+	if _, err := e.gov.Approve(context.Background(), r.ID, memory.Review{By: "cli", Route: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	other := e.park("beta")
+	// The parked notice fails once; its decision must not overtake it, while
+	// another record's notice is not held up for longer than the pause.
+	rec := &recorder{answer: func(call int, b []*memory.Notice) (bool, error) {
+		if call == 1 {
+			return true, &notify.DeliveryError{Reason: notify.ReasonNetwork, Err: errors.New("connection refused")}
+		}
+		return false, nil
+	}}
+	if err := e.outbox.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "three deliveries", func() bool { return len(rec.delivered()) == 3 })
+	got := rec.delivered()
+	pos := map[string]int{}
+	for i, g := range got {
+		pos[g] = i
+	}
+	if pos["parked:"+r.ID] > pos["decided:"+r.ID] {
+		t.Fatalf("decided before parked: %v", got)
+	}
+	if _, ok := pos["parked:"+other.ID]; !ok {
+		t.Fatalf("other record not delivered: %v", got)
+	}
+}
+
+func TestOutboxSurvivesRestart(t *testing.T) {
+	e := newEnv(t, quickOpts)
+	down := &recorder{answer: func(int, []*memory.Notice) (bool, error) {
+		return true, &notify.DeliveryError{Reason: notify.ReasonNetwork, Err: errors.New("dial tcp: connection refused")}
+	}}
+	if err := e.outbox.Start(context.Background(), down); err != nil {
+		t.Fatal(err)
+	}
+	r := e.park("alpha")
+	eventually(t, "a failed attempt", func() bool { n := e.notices(); return len(n) == 1 && n[0].Attempts >= 1 })
+
+	e.restart()
+	if n := e.notices(); len(n) != 1 || n[0].RecordID != r.ID {
+		t.Fatalf("after restart the outbox holds %+v", n)
+	}
+	up := &recorder{}
+	if err := e.outbox.Start(context.Background(), up); err != nil {
+		t.Fatal(err)
+	}
+	// No new transition wakes this worker: it finds the old notice by itself.
+	eventually(t, "delivery after the restart", func() bool { return len(up.delivered()) == 1 })
+	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+}
+
+func TestOutboxCoalescesRollbacksOfOneTransaction(t *testing.T) {
+	e := newEnv(t, quickOpts)
+	ctx := context.Background()
+	var ids []string
+	for _, s := range []string{"one", "two", "three"} {
+		res, err := e.gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "proj", FactType: "fact",
+			Summary: s, Actor: memory.Actor{RunID: "run-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.Record.ID)
+	}
+	if _, err := e.gov.Rollback(ctx, ids[0], true, "bad run", "ops"); err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	if err := e.outbox.Start(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the rollback batch", func() bool { return len(rec.delivered()) == 3 })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.batches) != 1 {
+		t.Fatalf("%d batches, want one for one cascade", len(rec.batches))
+	}
+}

@@ -1,0 +1,104 @@
+package notify
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+func TestPlan(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	later := now.Add(time.Minute)
+	tx1, tx2 := now.Add(-2*time.Second), now.Add(-time.Second)
+	n := func(id string, kind memory.NoticeKind, rec string, at, next time.Time) *memory.Notice {
+		return &memory.Notice{ID: id, Kind: kind, RecordID: rec, At: at, NextAttempt: next}
+	}
+	tests := []struct {
+		name   string
+		outbox []*memory.Notice
+		limit  int
+		want   string // batches separated by "|", notice ids by ","
+	}{
+		{"empty", nil, 10, ""},
+		{"due in order", []*memory.Notice{
+			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
+			n("2", memory.NoticeParked, "b", tx1, now),
+		}, 10, "1|2"},
+		{"not yet due", []*memory.Notice{n("1", memory.NoticeParked, "a", tx1, later)}, 10, ""},
+		{"a record's later notice waits for its older one", []*memory.Notice{
+			n("1", memory.NoticeParked, "a", tx1, later),
+			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
+			n("3", memory.NoticeParked, "b", tx2, time.Time{}),
+		}, 10, "3"},
+		{"one notice per record per pass", []*memory.Notice{
+			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
+			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
+		}, 10, "1"},
+		{"rollbacks of one transaction together", []*memory.Notice{
+			n("1", memory.NoticeRollback, "a", tx1, time.Time{}),
+			n("2", memory.NoticeRollback, "b", tx1, time.Time{}),
+			n("3", memory.NoticeRollback, "c", tx2, time.Time{}),
+			n("4", memory.NoticeQuarantine, "", tx2, time.Time{}),
+		}, 10, "1,2|3|4"},
+		{"limit", []*memory.Notice{
+			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
+			n("2", memory.NoticeParked, "b", tx1, time.Time{}),
+			n("3", memory.NoticeParked, "c", tx1, time.Time{}),
+		}, 2, "1|2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parts []string
+			for _, b := range plan(tt.outbox, now, tt.limit) {
+				var ids []string
+				for _, x := range b {
+					ids = append(ids, x.ID)
+				}
+				parts = append(parts, strings.Join(ids, ","))
+			}
+			if got := strings.Join(parts, "|"); got != tt.want {
+				t.Fatalf("plan = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNextDue(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	outbox := []*memory.Notice{
+		{ID: "1", NextAttempt: now.Add(time.Minute)},
+		{ID: "2", NextAttempt: now.Add(time.Second)},
+		{ID: "3"},
+	}
+	if got := nextDue(outbox, now); !got.Equal(now.Add(time.Second)) {
+		t.Fatalf("nextDue = %v", got)
+	}
+	if got := nextDue(outbox[2:], now); !got.IsZero() {
+		t.Fatalf("nextDue of due notices = %v, want zero", got)
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	b := Backoff{Initial: time.Second, Max: time.Minute}
+	tests := []struct {
+		attempts   int
+		retryAfter time.Duration
+		lo, hi     time.Duration
+	}{
+		{1, 0, 800 * time.Millisecond, 1200 * time.Millisecond},
+		{2, 0, 1600 * time.Millisecond, 2400 * time.Millisecond},
+		{4, 0, 6400 * time.Millisecond, 9600 * time.Millisecond},
+		{50, 0, 48 * time.Second, time.Minute},                    // capped
+		{1, 30 * time.Second, 30 * time.Second, 30 * time.Second}, // Retry-After wins
+		{50, 2 * time.Minute, 2 * time.Minute, 2 * time.Minute},   // even past Max
+	}
+	for _, tt := range tests {
+		for range 20 { // jitter: every draw stays in bounds
+			if d := b.delay(tt.attempts, tt.retryAfter); d < tt.lo || d > tt.hi {
+				t.Fatalf("delay(%d, %s) = %s, want in [%s, %s]", tt.attempts, tt.retryAfter, d, tt.lo, tt.hi)
+			}
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package notify_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/notify"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func TestReminderReannouncesAndNeverDecides(t *testing.T) {
+	e := newEnv(t, quickOpts)
+	ctx := context.Background()
+	waiting := e.park("alpha")
+	decided := e.park("beta")
+	if _, err := e.gov.Reject(ctx, decided.ID, memory.Review{By: "cli", Route: "cli"}); err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Now().UTC()}
+	rem := notify.NewReminder(notify.ReminderOptions{Store: e.st, KV: e.st, After: time.Hour, Now: clock.Now, Waker: e.outbox})
+	check := func(want int) {
+		t.Helper()
+		n, err := rem.Check(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != want {
+			t.Fatalf("queued %d reminders, want %d", n, want)
+		}
+	}
+	reminders := func() []*memory.Notice {
+		var out []*memory.Notice
+		for _, n := range e.notices() {
+			if n.Kind == memory.NoticeReminder {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+
+	check(0) // not waiting long enough yet
+	clock.Advance(time.Hour)
+	check(1)
+	if r := reminders(); len(r) != 1 || r[0].RecordID != waiting.ID {
+		t.Fatalf("reminders %+v, want one for %s", r, waiting.ID)
+	}
+	check(0) // one already queued: not twice
+
+	// Delivered (the worker deletes it); no new reminder before another hour.
+	rec := &recorder{}
+	if err := e.outbox.Start(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "reminder delivered", func() bool { return len(reminders()) == 0 })
+	clock.Advance(30 * time.Minute)
+	check(0)
+	clock.Advance(30 * time.Minute)
+	check(1)
+
+	// A week later it still waits for a human: time never rejects it.
+	clock.Advance(7 * 24 * time.Hour)
+	if got, _ := e.gov.Get(ctx, waiting.ID); got.Status != memory.StatusPending {
+		t.Fatalf("record is %s after a week, want pending", got.Status)
+	}
+}
