@@ -1,0 +1,71 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Policy error reasons and reload results: fixed sets, so alerts can name them.
+const (
+	policyErrTimeout  = "timeout"  // the evaluation ran past its deadline
+	policyErrCanceled = "canceled" // the caller went away
+	policyErrEval     = "error"    // the policy failed or returned a malformed decision
+	reloadSuccess     = "success"
+	reloadFailure     = "failure"
+)
+
+// PolicyEvaluated records one policy evaluation: its latency and, if err is
+// not nil, its failure. The policy engine calls it after every evaluation
+// (or the classifier is wrapped with InstrumentClassifier; not both, or
+// evaluations count twice).
+func (m *Metrics) PolicyEvaluated(took time.Duration, err error) {
+	m.policyEval.Observe(max(took, 0).Seconds())
+	if err != nil {
+		m.policyErrors.WithLabelValues(policyErrorReason(err)).Inc()
+	}
+}
+
+func policyErrorReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return policyErrTimeout
+	case errors.Is(err, context.Canceled):
+		return policyErrCanceled
+	}
+	return policyErrEval
+}
+
+// PolicyLoaded records a policy load or reload. On success revision becomes
+// the one active revision; on failure the previous one stays active, as the
+// policy engine keeps it.
+func (m *Metrics) PolicyLoaded(revision string, err error) {
+	if err != nil {
+		m.policyReloads.WithLabelValues(reloadFailure).Inc()
+		return
+	}
+	m.policyReloads.WithLabelValues(reloadSuccess).Inc()
+	m.revisionMu.Lock()
+	defer m.revisionMu.Unlock()
+	m.policyRevision.Reset()
+	m.policyRevision.WithLabelValues(revision).Set(1)
+}
+
+// InstrumentClassifier wraps a classifier so every evaluation is recorded
+// with PolicyEvaluated. A decision that arrives after the context expired
+// counts as a timeout, as the governor then distrusts it and parks the
+// write. Decisions and errors pass through unchanged.
+func (m *Metrics) InstrumentClassifier(c memory.Classifier) memory.Classifier {
+	return memory.ClassifierFunc(func(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+		start := time.Now()
+		dec, err := c.Classify(ctx, in)
+		observed := err
+		if observed == nil {
+			observed = ctx.Err()
+		}
+		m.PolicyEvaluated(time.Since(start), observed)
+		return dec, err
+	})
+}

@@ -1,0 +1,127 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// countingPolicy counts the evaluations it answers.
+type countingPolicy struct {
+	calls atomic.Int64
+	next  memory.ClassifierFunc
+}
+
+func (c *countingPolicy) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	c.calls.Add(1)
+	return c.next(ctx, in)
+}
+
+func TestEveryPolicyEvaluationIsTimed(t *testing.T) {
+	pol := &countingPolicy{next: testPolicy}
+	e := newEnv(t, pol)
+	e.submit(write(memory.LayerState, "project-alpha", "stage", "beta", "native", "run-1"))
+	// A free-text write is evaluated twice: once to place it, once to decide.
+	e.submit(memory.Candidate{SubjectID: "project-alpha", Summary: "the team ships on Fridays", Actor: memory.Actor{Dialect: "mem0"}})
+	e.submit(write(memory.LayerState, "project-alpha", "stage", "production", "native", "run-1"))
+	if pol.calls.Load() < 4 {
+		t.Fatalf("the policy answered %d evaluations, want at least 4", pol.calls.Load())
+	}
+	h := histogram(t, e.reg, "memgate_policy_evaluation_duration_seconds")
+	if int64(h.GetSampleCount()) != pol.calls.Load() {
+		t.Fatalf("latency histogram counts %d evaluations, the policy answered %d", h.GetSampleCount(), pol.calls.Load())
+	}
+	if h.GetSampleSum() <= 0 {
+		t.Fatalf("latency sum %v, want > 0", h.GetSampleSum())
+	}
+	e.want([]series{
+		{"memgate_policy_evaluation_errors_total", []string{"reason", "error"}, 0},
+		{"memgate_policy_evaluation_errors_total", []string{"reason", "timeout"}, 0},
+	})
+}
+
+// TestPolicyFailuresAreCountedAndParked checks both failure reasons on a
+// real Governor: the write is parked (fail closed) and the error counted.
+func TestPolicyFailuresAreCountedAndParked(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy memory.ClassifierFunc
+		reason string
+	}{
+		{"policy error", func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
+			return memory.Decision{}, errors.New("rego: undefined decision")
+		}, "error"},
+		{"policy timeout", func(ctx context.Context, _ *memory.PolicyInput) (memory.Decision, error) {
+			<-ctx.Done()
+			return memory.Decision{}, ctx.Err()
+		}, "timeout"},
+		{"decision after the deadline", func(ctx context.Context, _ *memory.PolicyInput) (memory.Decision, error) {
+			<-ctx.Done() // answers, but too late: the governor distrusts it
+			return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+		}, "timeout"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, c.policy, func(o *memory.Options) { o.PolicyTimeout = 20 * time.Millisecond })
+			res := e.submit(write(memory.LayerState, "project-alpha", "stage", "beta", "native", "run-1"))
+			if res.Outcome != memory.OutcomeParked {
+				t.Fatalf("outcome %s, want parked (fail closed)", res.Outcome)
+			}
+			e.want([]series{
+				{"memgate_policy_evaluation_errors_total", []string{"reason", c.reason}, 1},
+				{"memgate_policy_evaluation_duration_seconds", nil, 1},
+				{"memgate_writes_total", []string{"dialect", "native", "action", "review", "risk", "high"}, 1},
+				{"memgate_review_queue_depth", nil, 1},
+			})
+			if h := histogram(t, e.reg, "memgate_policy_evaluation_duration_seconds"); c.reason == "timeout" && h.GetSampleSum() < 0.02 {
+				t.Fatalf("a timed-out evaluation took %vs, want at least the 20ms timeout", h.GetSampleSum())
+			}
+		})
+	}
+}
+
+func TestPolicyRevisionFollowsReloads(t *testing.T) {
+	e := newEnv(t, nil)
+	revisions := func() map[string]float64 {
+		out := map[string]float64{}
+		mfs, err := e.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "memgate_policy_revision_info" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				out[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+		return out
+	}
+	steps := []struct {
+		revision string
+		err      error
+		active   string
+		success  float64
+		failure  float64
+	}{
+		{"3f2a", nil, "3f2a", 1, 0},
+		{"", errors.New("rego_parse_error"), "3f2a", 1, 1}, // a broken reload keeps the previous policy
+		{"9bc1", nil, "9bc1", 2, 1},
+	}
+	for i, s := range steps {
+		e.m.PolicyLoaded(s.revision, s.err)
+		got := revisions()
+		if len(got) != 1 || got[s.active] != 1 {
+			t.Fatalf("step %d: revision series %v, want only %s=1", i, got, s.active)
+		}
+		e.want([]series{
+			{"memgate_policy_reloads_total", []string{"result", "success"}, s.success},
+			{"memgate_policy_reloads_total", []string{"result", "failure"}, s.failure},
+		})
+	}
+}
