@@ -24,8 +24,6 @@ import (
 // families is every metric family memgate exports besides go_* and process_*.
 var families = []string{
 	"memgate_conflicts_total",
-	"memgate_outbox_deliveries_total",
-	"memgate_outbox_delivery_failures_total",
 	"memgate_outbox_depth",
 	"memgate_outbox_oldest_age_seconds",
 	"memgate_policy_evaluation_duration_seconds",
@@ -60,8 +58,6 @@ func TestMetricsEndpointIsLintClean(t *testing.T) {
 	}
 	e.m.PolicyLoaded("3f2a", nil)
 	e.m.PolicyEvaluated(time.Millisecond, errors.New("boom"))
-	e.m.NoticeDelivered(memory.NoticeParked)
-	e.m.NoticeFailed("network")
 	e.m.Stale()
 
 	srv := httptest.NewServer(promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{}))

@@ -15,7 +15,7 @@ var labelSlug = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,39}$`)
 // labelValues bounds the values one label takes. Known values always pass;
 // up to extra other well-formed values are admitted first come, first
 // served; everything else becomes "other". A caller-chosen string (a
-// dialect, a rollback reason, a Slack error) can therefore never grow the
+// dialect, a rollback reason, a review route) can therefore never grow the
 // number of series without bound.
 type labelValues struct {
 	empty string // the value of an empty input

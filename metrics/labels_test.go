@@ -50,25 +50,22 @@ func TestCallerChosenLabelsAreBounded(t *testing.T) {
 		m.Write(fmt.Sprintf("dialect%d", i), memory.ActionApply, memory.RiskLow)
 		m.Write("native", memory.Action(fmt.Sprintf("action%d", i)), memory.Risk(fmt.Sprintf("risk%d", i)))
 		m.RolledBackFor(fmt.Sprintf("scope%d", i), fmt.Sprintf("reason%d", i), 1)
-		m.NoticeFailed(fmt.Sprintf("slack error %d", i))
-		m.NoticeFailed(fmt.Sprintf("code%d", i))
 		m.ReviewDecided("approved", fmt.Sprintf("route%d", i), 0)
 	}
 	cases := []struct {
 		name string
 		want int
 	}{
-		{"memgate_writes_total", 16 + 1 + 1},               // 16 dialects admitted, then "other"; native with unknown action and risk
-		{"memgate_rollbacks_total", 4 + 32 + 1},            // 4 scopes initialized; scope "unknown" × (32 reasons admitted + "other")
-		{"memgate_outbox_delivery_failures_total", 16 + 1}, // 16 codes admitted (prose is "other" at once), then "other"
-		{"memgate_review_decisions_total", 6 + 8 + 1},      // 6 initialized, 8 routes admitted, then "other"
+		{"memgate_writes_total", 16 + 1 + 1},          // 16 dialects admitted, then "other"; native with unknown action and risk
+		{"memgate_rollbacks_total", 4 + 32 + 1},       // 4 scopes initialized; scope "other" × (32 reasons admitted + "other")
+		{"memgate_review_decisions_total", 6 + 8 + 1}, // 6 initialized, 8 routes admitted, then "other"
 	}
 	for _, c := range cases {
 		if n := testutil.CollectAndCount(reg, c.name); n != c.want {
 			t.Errorf("%s has %d series after 1000 distinct values, want %d", c.name, n, c.want)
 		}
 	}
-	if v, ok := seriesValue(t, reg, "memgate_outbox_delivery_failures_total", "reason", "other"); !ok || v != 1000+1000-16 {
-		t.Errorf("failures{reason=other} = %v (exported %v), want %d", v, ok, 1000+1000-16)
+	if v, ok := seriesValue(t, reg, "memgate_rollbacks_total", "scope", "other", "reason", "other"); !ok || v != 1000-32 {
+		t.Errorf("rollbacks{scope=other,reason=other} = %v (exported %v), want %d", v, ok, 1000-32)
 	}
 }

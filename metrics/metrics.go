@@ -1,7 +1,8 @@
 // Package metrics exports memgate's Prometheus metrics: what the governor
-// did (it implements memory.Observer), what the policy engine and the outbox
-// report through their hooks, and, read on each scrape, the review queue, the
-// outbox and the store's size.
+// did (it implements memory.Observer), what the policy engine reports
+// through its hooks, and, read on each scrape, the review queue, the outbox
+// and the store's size. Delivery counters of the outbox worker live with it
+// in package notify (memgate_notify_*).
 //
 // Every metric is named memgate_<subsystem>_<name> in base units, counters end
 // in _total, and labels fed from caller-supplied strings take a bounded set
@@ -35,7 +36,6 @@ var (
 	knownDialects       = []string{"native", "mem0", "mcp"}
 	knownPolicyErrors   = []string{policyErrTimeout, policyErrEval}
 	knownReloadResults  = []string{reloadSuccess, reloadFailure}
-	knownNoticeKinds    = []string{string(memory.NoticeParked), string(memory.NoticeDecided), string(memory.NoticeStale), string(memory.NoticeRollback), string(memory.NoticeQuarantine), string(memory.NoticeReminder)}
 	rollbackReasonUnset = "unspecified"
 )
 
@@ -52,8 +52,6 @@ type Metrics struct {
 	policyErrors      *prometheus.CounterVec
 	policyReloads     *prometheus.CounterVec
 	policyRevision    *prometheus.GaugeVec
-	deliveries        *prometheus.CounterVec
-	deliveryFailures  *prometheus.CounterVec
 
 	revisionMu sync.Mutex // orders Reset+Set of the revision gauge
 
@@ -61,13 +59,11 @@ type Metrics struct {
 	dialects        *labelValues
 	routes          *labelValues
 	rollbackReasons *labelValues
-	failureReasons  *labelValues
 	actions         *labelValues
 	risks           *labelValues
 	kinds           *labelValues
 	scopes          *labelValues
 	outcomes        *labelValues
-	noticeKinds     *labelValues
 }
 
 var _ memory.Observer = (*Metrics)(nil)
@@ -107,27 +103,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		policyRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "policy", Name: "revision_info",
 			Help: "The active policy's revision (content hash), as a label on a gauge that is always 1."},
 			[]string{"revision"}),
-		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "outbox", Name: "deliveries_total",
-			Help: "Reviewer notifications delivered from the outbox, by notice kind."},
-			[]string{"kind"}),
-		deliveryFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "outbox", Name: "delivery_failures_total",
-			Help: "Failed attempts to deliver a reviewer notification, by reason; the notice stays in the outbox and is retried."},
-			[]string{"reason"}),
 
 		dialects:        newLabelValues("unknown", 16, knownDialects...),
 		routes:          newLabelValues("unknown", 8, knownRoutes...),
 		rollbackReasons: newLabelValues(rollbackReasonUnset, 32),
-		failureReasons:  newLabelValues("unknown", 16),
 		actions:         newLabelValues("unknown", 0, knownActions...),
 		risks:           newLabelValues("unknown", 0, knownRisks...),
 		kinds:           newLabelValues("unknown", 0, knownConflictKinds...),
 		scopes:          newLabelValues("unknown", 0, knownScopes...),
 		outcomes:        newLabelValues("unknown", 0, knownOutcomes...),
-		noticeKinds:     newLabelValues("unknown", 0, knownNoticeKinds...),
 	}
 	for _, c := range []prometheus.Collector{m.writes, m.conflicts, m.rollbacks, m.rolledBackRecords, m.staleApprovals,
-		m.reviewDecisions, m.reviewWait, m.policyEval, m.policyErrors, m.policyReloads, m.policyRevision,
-		m.deliveries, m.deliveryFailures} {
+		m.reviewDecisions, m.reviewWait, m.policyEval, m.policyErrors, m.policyReloads, m.policyRevision} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -158,8 +145,5 @@ func (m *Metrics) initialize() {
 	}
 	for _, r := range knownReloadResults {
 		m.policyReloads.WithLabelValues(r)
-	}
-	for _, k := range knownNoticeKinds {
-		m.deliveries.WithLabelValues(k)
 	}
 }
