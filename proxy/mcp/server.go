@@ -1,0 +1,109 @@
+// Package mcp serves memgate's MCP surface: the knowledge-graph tools of
+// @modelcontextprotocol/server-memory (same names, input schemas,
+// annotations and result shapes) and Mem0-style memory tools, over
+// Streamable HTTP at /mcp on the agent listener, and over stdio through a
+// bridge to a running sidecar (Bridge). Every write and every deletion goes
+// through the governor; reads see only the active layer.
+//
+// It uses the official MCP Go SDK for the protocol; this package only
+// translates tool calls into candidates and outcomes into tool results.
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
+)
+
+// Options configure a Server.
+type Options struct {
+	Logger *slog.Logger
+	// Version is reported to MCP clients as the server's version.
+	Version string
+	// DefaultUserID scopes the Mem0-style tools when a call names no user,
+	// agent or run, as Mem0's MCP server does (default "mem0-mcp").
+	DefaultUserID string
+	// SessionTimeout closes Streamable HTTP sessions idle this long
+	// (default 30 minutes), so abandoned clients do not pile up.
+	SessionTimeout time.Duration
+}
+
+// Server is the MCP memory server. It is safe for concurrent use.
+type Server struct {
+	gov         *memory.Governor
+	log         *slog.Logger
+	defaultUser string
+	srv         *mcp.Server
+	http        http.Handler
+	closing     context.Context
+	close       context.CancelFunc
+}
+
+// NewServer returns a Server whose tools write through gov.
+func NewServer(gov *memory.Governor, o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.DefaultUserID == "" {
+		o.DefaultUserID = "mem0-mcp"
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = 30 * time.Minute
+	}
+	s := &Server{gov: gov, log: o.Logger, defaultUser: o.DefaultUserID}
+	s.closing, s.close = context.WithCancel(context.Background())
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "memgate", Title: "memgate governed memory", Version: o.Version},
+		&mcp.ServerOptions{Instructions: instructions, Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{}})
+	s.addGraphTools()
+	s.addMem0Tools()
+	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout,
+			MaxRequestBodyBytes: proxy.MaxBodyBytes})
+	s.http = s.untilClosed(withRemoteAddr(stream))
+	return s
+}
+
+const instructions = "memgate governs this memory: every write and deletion is checked by policy. " +
+	"A write may apply at once, wait for human review (the result says so and gives a record id; " +
+	"nothing you read changes until a reviewer approves), or be rejected with a reason. " +
+	"Reads show only approved, active memory."
+
+// Handler serves MCP over Streamable HTTP; mount it at /mcp on the agent
+// listener (Register does).
+func (s *Server) Handler() http.Handler { return s.http }
+
+// Register mounts the MCP endpoint at /mcp.
+func (s *Server) Register(mux *http.ServeMux) { mux.Handle("/mcp", s.Handler()) }
+
+// MCPServer is the underlying SDK server, for other transports (an
+// in-process client in tests, stdio).
+func (s *Server) MCPServer() *mcp.Server { return s.srv }
+
+// Close ends every open MCP request, including the long-lived event streams
+// clients keep open, so an http.Server's Shutdown does not wait for them
+// (register it with http.Server.RegisterOnShutdown).
+func (s *Server) Close() { s.close() }
+
+// untilClosed cancels each request's context when the server closes.
+func (s *Server) untilClosed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.closing.Err() != nil {
+			http.Error(w, "memgate is shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(s.closing, cancel)
+		defer stop()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
