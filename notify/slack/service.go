@@ -1,0 +1,168 @@
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/slack-go/slack"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/notify"
+)
+
+// Governor is what the Slack integration needs of *memory.Governor.
+type Governor interface {
+	Get(ctx context.Context, id string) (*memory.Record, error)
+	Review(ctx context.Context, id string) (*memory.ReviewItem, error)
+	Explain(ctx context.Context, id string) (*memory.Explanation, error)
+	Approve(ctx context.Context, id string, rv memory.Review) (*memory.Record, error)
+	Reject(ctx context.Context, id string, rv memory.Review) (*memory.Record, error)
+}
+
+var _ Governor = (*memory.Governor)(nil)
+
+// Deps are the Slack integration's collaborators. Gov and KV are required.
+type Deps struct {
+	Gov        Governor
+	KV         notify.KV // *store.Store: where each record's message is remembered
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer // nil: metrics not registered
+	HTTPClient *http.Client          // default: a client with a 15s timeout
+	Now        func() time.Time
+}
+
+// Service is the Slack integration: a notify.Notifier for the outbox, the
+// signed HTTP interactivity handler, and (with an app token) a Socket Mode
+// connection.
+type Service struct {
+	cfg       Config
+	api       *slack.Client
+	gov       Governor
+	refs      refs
+	reviewers *reviewers
+	log       *slog.Logger
+	metrics   *metrics
+	now       func() time.Time
+
+	mu       sync.Mutex
+	cancel   context.CancelFunc
+	running  sync.WaitGroup
+	started  bool
+	handling sync.WaitGroup // interactions being handled
+}
+
+// New validates cfg and returns the integration; Start connects Socket Mode.
+func New(cfg Config, d Deps) (*Service, error) {
+	if !cfg.Enabled() {
+		return nil, errors.New("slack: no bot token (MEMGATE_SLACK_BOT_TOKEN): Slack is off")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if d.Gov == nil || d.KV == nil {
+		return nil, errors.New("slack: a governor and a key-value store are required")
+	}
+	s := &Service{cfg: cfg, gov: d.Gov, refs: refs{kv: d.KV}, log: d.Logger, now: d.Now}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.log = s.log.With("component", "slack")
+	if s.now == nil {
+		s.now = func() time.Time { return time.Now().UTC() }
+	}
+	s.metrics = newMetrics(d.Registerer)
+	s.api = slack.New(cfg.BotToken, s.clientOptions(d.HTTPClient, cfg.AppToken)...)
+	s.reviewers = newReviewers(cfg.Reviewers, cfg.ReviewerGroup, cfg.GroupCacheTTL,
+		func(ctx context.Context, group string) ([]string, error) {
+			return s.api.GetUserGroupMembersContext(ctx, group)
+		}, s.now, s.log)
+	if len(cfg.Reviewers) == 0 && cfg.ReviewerGroup == "" {
+		s.log.Warn("no Slack reviewers configured (MEMGATE_SLACK_REVIEWERS, MEMGATE_SLACK_REVIEWER_GROUP): every button click will be refused; decide with the CLI")
+	}
+	if cfg.AppToken == "" && cfg.SigningSecret == "" {
+		s.log.Warn("neither an app token (Socket Mode) nor a signing secret (HTTP endpoint) is set: review messages are posted but buttons cannot reach memgate")
+	}
+	return s, nil
+}
+
+func (s *Service) clientOptions(hc *http.Client, appToken string) []slack.Option {
+	if hc == nil {
+		hc = &http.Client{Timeout: 15 * time.Second}
+	}
+	opts := []slack.Option{slack.OptionHTTPClient(hc),
+		slack.OptionLog(slog.NewLogLogger(s.log.Handler(), slog.LevelDebug))}
+	if s.cfg.APIURL != "" {
+		opts = append(opts, slack.OptionAPIURL(s.cfg.APIURL))
+	}
+	if appToken != "" {
+		opts = append(opts, slack.OptionAppLevelToken(appToken))
+	}
+	return opts
+}
+
+// Start connects Socket Mode when an app token is configured; it keeps
+// reconnecting until Stop. Without one it does nothing (the HTTP endpoint
+// and the outbox work without Start).
+func (s *Service) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("slack: already started")
+	}
+	s.started = true
+	if s.cfg.AppToken == "" {
+		return nil
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		s.socketMode(ctx)
+	}()
+	return nil
+}
+
+// Stop closes Socket Mode and waits for interactions being handled.
+func (s *Service) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	cancel := s.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.running.Wait()
+		s.handling.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("slack: stopping: %w", ctx.Err())
+	}
+}
+
+type metrics struct{ interactions *prometheus.CounterVec }
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{interactions: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "memgate_slack_interactions_total",
+		Help: "Slack button clicks and dialogs handled, by action and result (ok, stale, already_decided, not_allowed, ...).",
+	}, []string{"action", "result"})}
+	if reg != nil {
+		reg.MustRegister(m.interactions)
+	}
+	return m
+}
+
+func (m *metrics) interaction(action, result string) {
+	m.interactions.WithLabelValues(action, result).Inc()
+}
