@@ -26,13 +26,13 @@ const (
 // governor's Review and Explain.
 type reviewView struct {
 	Record      *memory.Record
-	Current     *memory.Record         // the slot's active version now (pending: what approval replaces)
-	Replaced    *memory.Record         // applied: what it replaced
-	Point       *memory.RollbackPoint  // applied: the rollback point taken before it
-	Conflicting []string               // other pending writes to the same slot
-	Stale       bool                   // the slot changed since it was parked
-	Rules       []memory.Reason        // policy rules that fired
-	Now         time.Time              // for how long it waits
+	Current     *memory.Record        // the slot's active version now (pending: what approval replaces)
+	Replaced    *memory.Record        // applied: what it replaced
+	Point       *memory.RollbackPoint // applied: the rollback point taken before it
+	Conflicting []string              // other pending writes to the same slot
+	Stale       bool                  // the slot changed since it was parked
+	Rules       []memory.Reason       // policy rules that fired
+	Now         time.Time             // for how long it waits
 }
 
 // reviewMessage builds the message for one parked write. It answers the
@@ -335,7 +335,9 @@ func contextBlock(text string) *slack.ContextBlock {
 	return slack.NewContextBlock("", mrkdwn(text))
 }
 
-func mrkdwn(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.MarkdownType, s, false, false) }
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
 
 func plainText(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, s, true, false)
