@@ -234,7 +234,8 @@ func (f *fakeSlack) connectionsOpen(r *http.Request, _ url.Values, _ []byte) any
 	return map[string]any{"ok": true, "url": "ws://" + r.Host + "/socket"}
 }
 
-var upgrader = websocket.Upgrader{}
+// Slack-go sends Origin https://api.slack.com, as Slack expects.
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 
 // socket is Socket Mode's websocket: hello, pings, envelopes out, acks in.
 func (f *fakeSlack) socket(w http.ResponseWriter, r *http.Request) {

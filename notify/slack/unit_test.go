@@ -1,0 +1,168 @@
+package slack
+
+import (
+	"errors"
+	"flag"
+	"net"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/notify"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		retry      bool
+		reason     string
+		retryAfter time.Duration
+	}{
+		{"rate limited with Retry-After", &slack.RateLimitedError{RetryAfter: 7 * time.Second}, true, notify.ReasonRateLimited, 7 * time.Second},
+		{"429 without Retry-After", slack.StatusCodeError{Code: 429}, true, notify.ReasonRateLimited, 0},
+		{"503", slack.StatusCodeError{Code: 503}, true, notify.ReasonServerError, 0},
+		{"408", slack.StatusCodeError{Code: 408}, true, notify.ReasonServerError, 0},
+		{"403", slack.StatusCodeError{Code: 403}, false, notify.ReasonClientError, 0},
+		{"404", slack.StatusCodeError{Code: 404}, false, notify.ReasonClientError, 0},
+		{"channel_not_found", slack.SlackErrorResponse{Err: "channel_not_found"}, false, notify.ReasonRejected, 0},
+		{"invalid_auth", slack.SlackErrorResponse{Err: "invalid_auth"}, false, notify.ReasonRejected, 0},
+		{"internal_error", slack.SlackErrorResponse{Err: "internal_error"}, true, notify.ReasonServerError, 0},
+		{"ratelimited", slack.SlackErrorResponse{Err: "ratelimited"}, true, notify.ReasonServerError, 0},
+		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true, notify.ReasonNetwork, 0},
+		{"unknown record", memory.Errorf(memory.ENOTFOUND, "memory x not found"), false, notify.ReasonInternal, 0},
+		{"store failure", errors.New("store: view: disk on fire"), true, notify.ReasonNetwork, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			retry, err := classify(tt.err)
+			var de *notify.DeliveryError
+			if !errors.As(err, &de) {
+				t.Fatalf("classify returned %v, not a DeliveryError", err)
+			}
+			if retry != tt.retry || de.Reason != tt.reason || de.RetryAfter != tt.retryAfter {
+				t.Fatalf("classify = (retry %v, %s, %s), want (%v, %s, %s)", retry, de.Reason, de.RetryAfter, tt.retry, tt.reason, tt.retryAfter)
+			}
+		})
+	}
+}
+
+func TestClip(t *testing.T) {
+	tests := []struct {
+		name, in string
+		limit    int
+		want     string // exact result, or "" to check bounds only
+	}{
+		{"short", "auto-publish on", 100, "auto-publish on"},
+		{"escapes control characters", "a <!channel> & <@U1>", 100, "a &lt;!channel&gt; &amp; &lt;@U1&gt;"},
+		{"chinese", strings.Repeat("记忆", 100), 50, ""},
+		{"emoji count two", strings.Repeat("🚀", 100), 50, ""},
+		{"never splits an escape", strings.Repeat("<", 100), 40, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := clip(tt.in, tt.limit)
+			if tt.want != "" && got != tt.want {
+				t.Fatalf("clip = %q, want %q", got, tt.want)
+			}
+			if slackLen(got) > tt.limit || !utf8.ValidString(got) {
+				t.Fatalf("clip = %q: %d characters (limit %d) or invalid UTF-8", got, slackLen(got), tt.limit)
+			}
+			if tt.want == "" && !strings.Contains(got, "characters)") {
+				t.Fatalf("clipped text does not say so: %q", got)
+			}
+			if strings.Count(got, "&") != strings.Count(got, ";") {
+				t.Fatalf("an escape was cut: %q", got)
+			}
+		})
+	}
+}
+
+func TestConfigFlagsAndValidation(t *testing.T) {
+	var c Config
+	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+	c.RegisterFlags(fs)
+	err := fs.Parse([]string{"--slack-bot-token", "xoxb-1", "--slack-channel", "C1", "--slack-reviewers", " U1, U2 ,,",
+		"--slack-api-url", "http://127.0.0.1:9/api", "--slack-remind-after", "30m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !c.Enabled() || strings.Join(c.Reviewers, ",") != "U1,U2" || c.APIURL != "http://127.0.0.1:9/api/" || c.RemindAfter != 30*time.Minute {
+		t.Fatalf("config %+v", c)
+	}
+	for name, bad := range map[string]Config{
+		"no channel":             {BotToken: "xoxb-1"},
+		"bot token as app token": {BotToken: "xoxb-1", Channel: "C1", AppToken: "xoxb-1"},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%s: Validate accepted %+v", name, bad)
+		}
+	}
+	if (Config{}).Enabled() {
+		t.Error("an empty config enables Slack")
+	}
+}
+
+func TestReviewMessageWithinLimitsForEveryShape(t *testing.T) {
+	long := strings.Repeat("很长的记忆 with English & <tags> 🚀 ", 600)
+	many := make([]string, 200)
+	rules := make([]memory.Reason, 200)
+	for i := range many {
+		many[i] = long[:300]
+		rules[i] = memory.Reason{Rule: "rule_" + strings.Repeat("x", 40), Message: long[:200]}
+	}
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	rec := &memory.Record{ID: "01J", Layer: memory.LayerKnowledge, SubjectID: long[:200], FactType: long[:200],
+		Summary: long, Value: []byte(`{"text":"` + strings.Repeat("x", 5000) + `"}`), Status: memory.StatusPending,
+		RiskLevel: memory.RiskHigh, Categories: many, Affects: many, Evidence: memory.Evidence{Excerpt: long, SourceRef: long},
+		Actor:    memory.Actor{AgentID: long[:250], UserID: long[:250], RunID: long[:250], SessionID: long[:250], Dialect: "mem0", Client: long[:250], RemoteAddr: "127.0.0.1:1"},
+		Decision: &memory.Decision{PolicyError: long, Revision: "abcdef0123456789abcdef"}, CreatedAt: now}
+	conflicting := make([]string, 40)
+	for i := range conflicting {
+		conflicting[i] = "01JCONFLICT"
+	}
+	decided := rec.Clone()
+	decided.Status = memory.StatusActive
+	decided.Review = &memory.Review{Outcome: memory.OutcomeApproved, By: long[:250], Route: "admin", Note: long, At: now}
+	for name, v := range map[string]reviewView{
+		"pending": {Record: rec, Current: rec, Conflicting: conflicting, Stale: true, Rules: rules, Now: now},
+		"decided": {Record: decided, Replaced: rec, Point: &memory.RollbackPoint{ID: "rp_01J", Replaced: "01I"}, Rules: rules},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fallback, blocks := reviewMessage(v)
+			if len(blocks) > maxBlocks || slackLen(fallback) > maxFallback {
+				t.Fatalf("%d blocks, fallback of %d characters", len(blocks), slackLen(fallback))
+			}
+			for i, b := range blocks {
+				switch b := b.(type) {
+				case *slack.SectionBlock:
+					if b.Text != nil && slackLen(b.Text.Text) > maxSectionText {
+						t.Errorf("section %d: %d characters", i, slackLen(b.Text.Text))
+					}
+					for _, f := range b.Fields {
+						if slackLen(f.Text) > maxFieldText {
+							t.Errorf("field in block %d: %d characters", i, slackLen(f.Text))
+						}
+					}
+				case *slack.HeaderBlock:
+					if slackLen(b.Text.Text) > maxHeaderText {
+						t.Errorf("header: %d characters", slackLen(b.Text.Text))
+					}
+				case *slack.ContextBlock:
+					for _, el := range b.ContextElements.Elements {
+						if tx, ok := el.(*slack.TextBlockObject); ok && slackLen(tx.Text) > 3000 {
+							t.Errorf("context %d: %d characters", i, slackLen(tx.Text))
+						}
+					}
+				}
+			}
+		})
+	}
+}
