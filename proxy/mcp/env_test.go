@@ -40,13 +40,13 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 }
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	gov  *memory.Governor
 	srv  *Server
 	http *httptest.Server
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -93,6 +93,27 @@ func (e *env) connect(name string, headers map[string]string) *mcp.ClientSession
 		e.t.Fatalf("connect: %v", err)
 	}
 	e.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// inProcess connects an SDK client to the server over an in-memory
+// transport: the same server and handlers without HTTP, for fuzzing.
+func (e *env) inProcess() *mcp.ClientSession {
+	e.t.Helper()
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := e.srv.MCPServer().Connect(ctx, st, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fuzzer", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		cs.Close()
+		ss.Close()
+	})
 	return cs
 }
 

@@ -199,19 +199,21 @@ func (s *Server) activeMemory(ctx context.Context, id string) (*memory.Record, e
 		return nil, memory.Errorf(memory.ENOTFOUND, "memory %q not found", id)
 	}
 	r, err := s.gov.Get(ctx, id)
+	if err != nil || r.Status == memory.StatusActive {
+		return r, err
+	}
+	// A version that is not active: the memory is its slot's active version.
+	// (A slot of its own has its first version's id, which Get finds first.)
+	versions, err := s.gov.History(ctx, r.SlotID)
 	if err != nil {
 		return nil, err
 	}
-	if r.Status != memory.StatusActive && r.SlotID != id {
-		r, err = s.gov.Get(ctx, r.SlotID)
-		if err != nil {
-			return nil, err
+	for _, v := range versions {
+		if v.Status == memory.StatusActive {
+			return v, nil
 		}
 	}
-	if r.Status != memory.StatusActive {
-		return nil, memory.Errorf(memory.ENOTFOUND, "memory %s not found", id)
-	}
-	return r, nil
+	return nil, memory.Errorf(memory.ENOTFOUND, "memory %s not found", id)
 }
 
 func (s *Server) getMemory(ctx context.Context, _ *mcp.CallToolRequest, in memoryIDArgs) (*mcp.CallToolResult, mem0Memory, error) {
