@@ -1,8 +1,10 @@
 package slack
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -164,5 +166,50 @@ func TestReviewMessageWithinLimitsForEveryShape(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestReviewersGroupCache(t *testing.T) {
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	calls, fail := 0, false
+	members := []string{"UGROUP1"}
+	r := newReviewers([]string{"ULISTED"}, "S1", time.Minute, func(_ context.Context, g string) ([]string, error) {
+		calls++
+		if fail {
+			return nil, errors.New("slack unreachable")
+		}
+		return members, nil
+	}, func() time.Time { return now }, slog.New(slog.DiscardHandler))
+	check := func(user string, want bool, wantErr bool) {
+		t.Helper()
+		ok, err := r.allowed(context.Background(), user)
+		if ok != want || (err != nil) != wantErr {
+			t.Fatalf("allowed(%s) = %v, %v; want %v (error %v)", user, ok, err, want, wantErr)
+		}
+	}
+	check("ULISTED", true, false)
+	check("", false, false)
+	if calls != 0 {
+		t.Fatal("a listed reviewer needed a group lookup")
+	}
+	check("UGROUP1", true, false)
+	check("UOTHER", false, false)
+	if calls != 1 {
+		t.Fatalf("%d lookups within the TTL, want 1", calls)
+	}
+	members = []string{"UGROUP2"} // membership changes; seen after the TTL
+	now = now.Add(2 * time.Minute)
+	check("UGROUP1", false, false)
+	check("UGROUP2", true, false)
+	fail = true // Slack down after the TTL: the last known members still decide
+	now = now.Add(2 * time.Minute)
+	check("UGROUP2", true, false)
+
+	// Nothing cached and no answer: fail closed, with an error to report.
+	cold := newReviewers(nil, "S1", time.Minute, func(context.Context, string) ([]string, error) {
+		return nil, errors.New("slack unreachable")
+	}, func() time.Time { return now }, slog.New(slog.DiscardHandler))
+	if ok, err := cold.allowed(context.Background(), "UGROUP2"); ok || err == nil {
+		t.Fatalf("cold cache without Slack: %v, %v; want refused with an error", ok, err)
 	}
 }
