@@ -5,12 +5,12 @@ import (
 )
 
 // Metrics counts what the outbox delivers, retries and drops. A nil
-// *Metrics counts nothing.
+// *Metrics counts nothing. The outbox's depth and oldest age are read at
+// scrape time by package metrics (memgate_outbox_*).
 type Metrics struct {
 	delivered *prometheus.CounterVec
 	retried   *prometheus.CounterVec
 	dropped   *prometheus.CounterVec
-	pending   prometheus.Gauge
 }
 
 // NewMetrics registers the outbox metrics with reg (nil: not registered,
@@ -29,13 +29,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "memgate_notify_dropped_total",
 			Help: "Notices dropped after a permanent failure (e.g. a 4xx), by reason.",
 		}, []string{"reason"}),
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "memgate_notify_outbox_pending",
-			Help: "Notices waiting in the outbox at the last delivery pass (counted up to 1000).",
-		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.delivered, m.retried, m.dropped, m.pending)
+		reg.MustRegister(m.delivered, m.retried, m.dropped)
 	}
 	return m
 }
@@ -55,12 +51,6 @@ func (m *Metrics) onRetry(reason string) {
 func (m *Metrics) onDropped(reason string, n int) {
 	if m != nil {
 		m.dropped.WithLabelValues(reason).Add(float64(n))
-	}
-}
-
-func (m *Metrics) setPending(n int) {
-	if m != nil {
-		m.pending.Set(float64(n))
 	}
 }
 

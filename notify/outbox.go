@@ -177,7 +177,6 @@ func (o *Outbox) pass(ctx context.Context, n Notifier) (next, pausedUntil time.T
 			o.log.Error("reading the notification outbox", "err", err)
 			return o.now().Add(o.backoff.Initial), time.Time{}
 		}
-		o.metrics.setPending(len(outbox))
 		now := o.now()
 		batches := plan(outbox, now, batchesPerPass)
 		if len(batches) == 0 {
