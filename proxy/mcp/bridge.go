@@ -238,11 +238,11 @@ func (u *upstream) forward(name string) mcp.ToolHandler {
 			switch {
 			case err == nil:
 				return res, nil
-			case errors.As(err, &wire):
-				return nil, wire // the sidecar's own protocol error
 			case errors.Is(err, mcp.ErrSessionMissing) && attempt == 0:
 				u.drop(cs)
 				continue
+			case errors.As(err, &wire) && wire.Code != codeRejectedByTransport:
+				return nil, wire // the sidecar's own protocol error
 			}
 			u.drop(cs)
 			return unreachable(fmt.Errorf("the memgate sidecar at %s did not answer (the call may not have been applied; retry): %w",
@@ -250,6 +250,11 @@ func (u *upstream) forward(name string) mcp.ToolHandler {
 		}
 	}
 }
+
+// codeRejectedByTransport is the SDK client's own error for a request the
+// transport could not deliver or get an answer to; any other JSON-RPC error
+// came from the sidecar.
+const codeRejectedByTransport = -32005
 
 func unreachable(err error) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{}
