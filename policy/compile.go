@@ -1,0 +1,190 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/util"
+)
+
+// DecisionQuery is the document the sidecar asks policy for.
+const DecisionQuery = "data.memgate.decision"
+
+// Compiled is one revision of a policy, compiled and prepared for
+// evaluation once. It is immutable and safe for concurrent use; it
+// implements memory.Classifier.
+type Compiled struct {
+	revision string
+	files    FileSet
+	features *textFeatures // nil when the policy declares none
+	query    rego.PreparedEvalQuery
+}
+
+var _ memory.Classifier = (*Compiled)(nil)
+
+// Compile builds a classifier from an in-memory policy (e.g. the files of a
+// policy directory sent to the admin API), without touching disk. The
+// policy must parse as Rego v1, compile, pass its own Rego tests and decide
+// a plain knowledge write.
+func Compile(ctx context.Context, files FileSet) (*Compiled, error) {
+	return compile(ctx, files, true)
+}
+
+// compile is Compile with the Rego tests optional: the embedded default
+// policy's tests run in go test, so starting the sidecar skips them.
+func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, error) {
+	rev := files.Revision()
+	if err := files.Validate(); err != nil {
+		return nil, err
+	}
+	modules, tests, err := parseModules(files)
+	if err != nil {
+		return nil, err
+	}
+	data, err := mergeData(files)
+	if err != nil {
+		return nil, err
+	}
+	features, err := parseFeatures(data)
+	if err != nil {
+		return nil, err
+	}
+	if runTests && len(tests) > 0 {
+		all := make(map[string]*ast.Module, len(modules)+len(tests))
+		for k, m := range modules {
+			all[k] = m
+		}
+		for k, m := range tests {
+			all[k] = m
+		}
+		if _, err := runRegoTests(ctx, all, data); err != nil {
+			return nil, err
+		}
+	}
+	opts := []func(*rego.Rego){rego.Query(DecisionQuery), rego.Store(dataStore(data))}
+	for _, m := range modules {
+		opts = append(opts, rego.ParsedModule(m))
+	}
+	pq, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("compile policy: %w", err)
+	}
+	p := &Compiled{revision: rev, files: files, features: features, query: pq}
+	if _, err := p.Classify(ctx, probeInput()); err != nil {
+		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
+	}
+	return p, nil
+}
+
+// Revision is the content hash of the policy's files.
+func (p *Compiled) Revision() string { return p.revision }
+
+// Files returns the policy's files; the caller must not modify them.
+func (p *Compiled) Files() FileSet { return p.files }
+
+// parseModules parses every .rego file as Rego v1, separating the tests.
+func parseModules(files FileSet) (modules, tests map[string]*ast.Module, err error) {
+	modules, tests = map[string]*ast.Module{}, map[string]*ast.Module{}
+	var errs []error
+	for p, content := range files {
+		if !isModule(p) {
+			continue
+		}
+		m, err := ast.ParseModuleWithOpts(p, content, ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if isTestModule(p) {
+			tests[p] = m
+		} else {
+			modules[p] = m
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, fmt.Errorf("parse policy: %w", err)
+	}
+	return modules, tests, nil
+}
+
+// mergeData places every data file at its directory's path, as OPA's
+// loader does, and refuses two files that set the same value.
+func mergeData(files FileSet) (map[string]any, error) {
+	root := map[string]any{}
+	for p, content := range files {
+		if isModule(p) {
+			continue
+		}
+		var doc any
+		if err := util.Unmarshal([]byte(content), &doc); err != nil {
+			return nil, fmt.Errorf("parse data file %s: %w", p, err)
+		}
+		obj, ok := doc.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("data file %s: want an object at the top", p)
+		}
+		node := root
+		if dir := path.Dir(p); dir != "." {
+			for _, key := range strings.Split(dir, "/") {
+				child, ok := node[key].(map[string]any)
+				if !ok {
+					if _, taken := node[key]; taken {
+						return nil, fmt.Errorf("data file %s: %s is already a value", p, dir)
+					}
+					child = map[string]any{}
+					node[key] = child
+				}
+				node = child
+			}
+		}
+		if err := mergeObjects(node, obj, p); err != nil {
+			return nil, err
+		}
+	}
+	return root, nil
+}
+
+func mergeObjects(dst, src map[string]any, file string) error {
+	for k, v := range src {
+		old, exists := dst[k]
+		if !exists {
+			dst[k] = v
+			continue
+		}
+		a, aok := old.(map[string]any)
+		b, bok := v.(map[string]any)
+		if !aok || !bok {
+			return fmt.Errorf("data file %s: key %q is set by another data file too", file, k)
+		}
+		if err := mergeObjects(a, b, file); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataStore holds the data as AST values, so evaluation reads them without
+// converting on every query.
+func dataStore(data map[string]any) storage.Store {
+	return inmem.NewFromObjectWithOpts(data, inmem.OptRoundTripOnWrite(true), inmem.OptReturnASTValuesOnRead(true))
+}
+
+// probeInput is a plain knowledge write every policy must decide.
+func probeInput() *memory.PolicyInput {
+	return &memory.PolicyInput{
+		Op: memory.OpWrite,
+		Candidate: &memory.Record{ID: "probe", SlotID: "probe", Op: memory.OpWrite, Layer: memory.LayerKnowledge,
+			SubjectID: "probe", Summary: "The team meets on Mondays.", Status: memory.StatusPending,
+			CandidateSource: memory.SourceUser},
+		Pending: []*memory.Record{},
+		Dialect: "native",
+	}
+}

@@ -1,0 +1,183 @@
+package policy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// errMalformed marks a decision document that does not have the shape of
+// memory.Decision.
+var errMalformed = errors.New("malformed decision")
+
+var (
+	validRisks      = map[string]bool{string(memory.RiskLow): true, string(memory.RiskMedium): true, string(memory.RiskHigh): true}
+	validActions    = map[string]bool{string(memory.ActionApply): true, string(memory.ActionReview): true, string(memory.ActionReject): true}
+	validCategories = map[string]bool{memory.CategoryStrategy: true, memory.CategoryStateOverride: true, memory.CategoryInference: true}
+)
+
+// decodeDecision reads the decision document straight from its AST value
+// and checks it strictly: a policy that returns something else is broken,
+// and the sidecar must fail closed rather than guess.
+func decodeDecision(v ast.Value) (memory.Decision, error) {
+	var d memory.Decision
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return d, fmt.Errorf("%w: want an object, got %s", errMalformed, ast.ValueName(v))
+	}
+	var err error
+	var risk, action string
+	if risk, err = enumField(obj, "risk", validRisks); err != nil {
+		return d, err
+	}
+	if action, err = enumField(obj, "action", validActions); err != nil {
+		return d, err
+	}
+	d.Risk, d.Action = memory.Risk(risk), memory.Action(action)
+	if d.Categories, err = stringsField(obj, "categories", true); err != nil {
+		return d, err
+	}
+	for _, c := range d.Categories {
+		if !validCategories[c] {
+			return d, fmt.Errorf("%w: unknown category %q (want strategy, state_override or inference)", errMalformed, c)
+		}
+	}
+	if d.Reasons, err = reasonsField(obj); err != nil {
+		return d, err
+	}
+	if d.Affects, err = stringsField(obj, "affects", true); err != nil {
+		return d, err
+	}
+	layer, err := stringField(obj, "layer", false)
+	if err != nil {
+		return d, err
+	}
+	d.Layer = memory.Layer(layer)
+	if d.Layer != "" && !d.Layer.Valid() {
+		return d, fmt.Errorf("%w: unknown layer %q", errMalformed, layer)
+	}
+	if d.FactType, err = stringField(obj, "factType", false); err != nil {
+		return d, err
+	}
+	if d.SubjectID, err = stringField(obj, "subjectId", false); err != nil {
+		return d, err
+	}
+	if t := obj.Get(ast.StringTerm("value")); t != nil && !isNull(t.Value) {
+		native, err := ast.JSON(t.Value)
+		if err != nil {
+			return d, fmt.Errorf("%w: value: %v", errMalformed, err)
+		}
+		if d.Value, err = json.Marshal(native); err != nil {
+			return d, fmt.Errorf("%w: value: %v", errMalformed, err)
+		}
+	}
+	return d, nil
+}
+
+func stringField(obj ast.Object, key string, required bool) (string, error) {
+	t := obj.Get(ast.StringTerm(key))
+	if t == nil {
+		if required {
+			return "", fmt.Errorf("%w: %s is missing", errMalformed, key)
+		}
+		return "", nil
+	}
+	s, ok := t.Value.(ast.String)
+	if !ok {
+		return "", fmt.Errorf("%w: %s is %s, want a string", errMalformed, key, ast.ValueName(t.Value))
+	}
+	return string(s), nil
+}
+
+func enumField(obj ast.Object, key string, valid map[string]bool) (string, error) {
+	s, err := stringField(obj, key, true)
+	if err != nil {
+		return "", err
+	}
+	if !valid[s] {
+		return "", fmt.Errorf("%w: %s is %q", errMalformed, key, s)
+	}
+	return s, nil
+}
+
+// stringsField reads an array (or set) of strings; a required one may be empty.
+func stringsField(obj ast.Object, key string, required bool) ([]string, error) {
+	t := obj.Get(ast.StringTerm(key))
+	if t == nil {
+		if required {
+			return nil, fmt.Errorf("%w: %s is missing", errMalformed, key)
+		}
+		return nil, nil
+	}
+	switch t.Value.(type) {
+	case *ast.Array, ast.Set:
+	default:
+		return nil, fmt.Errorf("%w: %s is %s, want an array", errMalformed, key, ast.ValueName(t.Value))
+	}
+	out := []string{}
+	var bad error
+	each(t.Value, func(e *ast.Term) {
+		s, ok := e.Value.(ast.String)
+		if !ok && bad == nil {
+			bad = fmt.Errorf("%w: %s holds %s, want strings", errMalformed, key, ast.ValueName(e.Value))
+		}
+		out = append(out, string(s))
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	return out, nil
+}
+
+func reasonsField(obj ast.Object) ([]memory.Reason, error) {
+	t := obj.Get(ast.StringTerm("reasons"))
+	if t == nil {
+		return nil, fmt.Errorf("%w: reasons is missing", errMalformed)
+	}
+	if _, ok := t.Value.(*ast.Array); !ok {
+		return nil, fmt.Errorf("%w: reasons is %s, want an array", errMalformed, ast.ValueName(t.Value))
+	}
+	out := []memory.Reason{}
+	var bad error
+	each(t.Value, func(e *ast.Term) {
+		r, ok := e.Value.(ast.Object)
+		if !ok {
+			bad = fmt.Errorf("%w: a reason is %s, want {rule, message}", errMalformed, ast.ValueName(e.Value))
+			return
+		}
+		rule, err := stringField(r, "rule", true)
+		if err == nil && rule == "" {
+			err = fmt.Errorf("%w: a reason has an empty rule", errMalformed)
+		}
+		msg, err2 := stringField(r, "message", true)
+		if bad == nil {
+			bad = errors.Join(err, err2)
+		}
+		out = append(out, memory.Reason{Rule: rule, Message: msg})
+	})
+	if bad != nil {
+		return nil, bad
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no reasons; every decision names the rules that fired", errMalformed)
+	}
+	return out, nil
+}
+
+// each calls fn for the elements of an array or set; other values have none.
+func each(v ast.Value, fn func(*ast.Term)) {
+	switch c := v.(type) {
+	case *ast.Array:
+		c.Foreach(fn)
+	case ast.Set:
+		c.Foreach(fn)
+	}
+}
+
+func isNull(v ast.Value) bool {
+	_, ok := v.(ast.Null)
+	return ok
+}

@@ -1,0 +1,32 @@
+package policy
+
+import (
+	"embed"
+	"io/fs"
+	"strings"
+)
+
+//go:embed default/*.rego default/*.json
+var defaultFS embed.FS
+
+// DefaultFiles returns the policy built into the binary: its modules, its
+// Rego tests and its data document (default/data.json), which an operator's
+// policy directory or bundle replaces as a whole.
+func DefaultFiles() FileSet {
+	files := FileSet{}
+	err := fs.WalkDir(defaultFS, "default", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := defaultFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[strings.TrimPrefix(p, "default/")] = string(b)
+		return nil
+	})
+	if err != nil {
+		panic("policy: embedded default policy unreadable: " + err.Error()) // a build defect
+	}
+	return files
+}

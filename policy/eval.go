@@ -1,0 +1,114 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
+)
+
+// Errors Classify returns besides evaluation errors and context errors;
+// the governor fails closed on any of them.
+var (
+	ErrUndefined       = errors.New("policy decision is undefined")
+	ErrMultipleResults = errors.New("policy decision has more than one result")
+	ErrMalformed       = errMalformed
+)
+
+// Classify evaluates the policy for one candidate. Every decision, and the
+// zero decision returned with an error, carries the policy's revision.
+func (p *Compiled) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	d, err := p.decide(ctx, in)
+	if err != nil {
+		d = memory.Decision{}
+	}
+	d.Revision = p.revision
+	return d, err
+}
+
+func (p *Compiled) decide(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	if in == nil || in.Candidate == nil {
+		return memory.Decision{}, errors.New("policy input has no candidate")
+	}
+	if err := ctx.Err(); err != nil {
+		return memory.Decision{}, fmt.Errorf("evaluate policy: %w", err)
+	}
+	input, err := inputValue(in, p.features)
+	if err != nil {
+		return memory.Decision{}, fmt.Errorf("build policy input: %w", err)
+	}
+	// Cancellation follows ctx without the goroutine OPA would start per
+	// query, and OPA's own metrics are skipped: both matter at 10 µs.
+	cancel := topdown.NewCancel()
+	stop := context.AfterFunc(ctx, cancel.Cancel)
+	defer stop()
+	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(keepAST),
+		rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return memory.Decision{}, fmt.Errorf("evaluate policy: %w (%v)", ctxErr, err)
+		}
+		return memory.Decision{}, fmt.Errorf("evaluate policy: %w", err)
+	}
+	v, err := resultValue(rs)
+	if err != nil {
+		return memory.Decision{}, err
+	}
+	return decodeDecision(v)
+}
+
+// resultValue returns the value of the one result of the decision query.
+func resultValue(rs rego.ResultSet) (ast.Value, error) {
+	switch {
+	case len(rs) == 0:
+		return nil, ErrUndefined
+	case len(rs) > 1:
+		return nil, fmt.Errorf("%w (%d)", ErrMultipleResults, len(rs))
+	case len(rs[0].Expressions) != 1:
+		return nil, fmt.Errorf("%w: %d expressions in the result", ErrMalformed, len(rs[0].Expressions))
+	}
+	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
+	if !ok {
+		return nil, fmt.Errorf("%w: result is %T", ErrMalformed, rs[0].Expressions[0].Value)
+	}
+	return t.Value, nil
+}
+
+// keepAST hands results back as AST terms: decoding the decision from them
+// directly skips OPA's conversion to map[string]any.
+func keepAST(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
+
+// Error reasons, a fixed set for metric labels.
+const (
+	ReasonUndefined = "undefined"
+	ReasonMultiple  = "multiple_results"
+	ReasonMalformed = "malformed"
+	ReasonTimeout   = "timeout"
+	ReasonCanceled  = "canceled"
+	ReasonEval      = "eval_error"
+)
+
+// ErrorReason classifies an error from Classify for metrics ("" for nil).
+func ErrorReason(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrUndefined):
+		return ReasonUndefined
+	case errors.Is(err, ErrMultipleResults):
+		return ReasonMultiple
+	case errors.Is(err, ErrMalformed):
+		return ReasonMalformed
+	case errors.Is(err, context.DeadlineExceeded):
+		return ReasonTimeout
+	case errors.Is(err, context.Canceled):
+		return ReasonCanceled
+	default:
+		return ReasonEval
+	}
+}

@@ -1,0 +1,243 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// textNormKey is the field the sidecar adds to every record of the input:
+// the record's summary as normalizeText returns it. The candidate also gets
+// text_features (see textFeatures).
+const textNormKey = "text_norm"
+
+// inputValue builds the policy input as an AST value straight from the Go
+// struct, which is several times cheaper than a JSON round trip. It mirrors
+// encoding/json exactly (field names from the json tags, omitempty and
+// omitzero honoured, nil slices as null), so a replay of the JSON kept in the
+// audit log sees the same document; the only additions are text_norm fields.
+func inputValue(in *memory.PolicyInput, features *textFeatures) (ast.Value, error) {
+	cand, err := recordValue(in.Candidate, features)
+	if err != nil {
+		return nil, fmt.Errorf("candidate: %w", err)
+	}
+	cur, err := recordValue(in.Current, nil)
+	if err != nil {
+		return nil, fmt.Errorf("current: %w", err)
+	}
+	pending := ast.NullTerm()
+	if in.Pending != nil {
+		terms := make([]*ast.Term, len(in.Pending))
+		for i, p := range in.Pending {
+			v, err := recordValue(p, nil)
+			if err != nil {
+				return nil, fmt.Errorf("pending[%d]: %w", i, err)
+			}
+			terms[i] = ast.NewTerm(v)
+		}
+		pending = ast.ArrayTerm(terms...)
+	}
+	return ast.NewObject(
+		item("op", ast.StringTerm(string(in.Op))),
+		item("candidate", ast.NewTerm(cand)),
+		item("current", ast.NewTerm(cur)),
+		item("pending", pending),
+		item("actor", ast.NewTerm(actorValue(in.Actor))),
+		item("dialect", ast.StringTerm(in.Dialect)),
+	), nil
+}
+
+// fields accumulates an object's key/value pairs.
+type fields []([2]*ast.Term)
+
+func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.StringTerm(k), v) }
+
+func (f *fields) str(k, v string)            { *f = append(*f, item(k, ast.StringTerm(v))) }
+func (f *fields) term(k string, v *ast.Term) { *f = append(*f, item(k, v)) }
+
+// strOmit adds k unless v is empty (omitempty).
+func (f *fields) strOmit(k, v string) {
+	if v != "" {
+		f.str(k, v)
+	}
+}
+
+// objectOmit adds k unless o is empty: encoding/json omits an omitempty
+// struct field that encodes as {}.
+func (f *fields) objectOmit(k string, o ast.Object) {
+	if o.Len() > 0 {
+		f.term(k, ast.NewTerm(o))
+	}
+}
+
+func (f *fields) time(k string, t time.Time) { f.str(k, t.Format(time.RFC3339Nano)) }
+
+// timeOmit adds k unless t is zero (omitzero).
+func (f *fields) timeOmit(k string, t time.Time) {
+	if !t.IsZero() {
+		f.time(k, t)
+	}
+}
+
+func (f fields) object() ast.Object { return ast.NewObject(f...) }
+
+// recordValue encodes a record; the candidate also gets its text features.
+func recordValue(r *memory.Record, features *textFeatures) (ast.Value, error) {
+	if r == nil {
+		return ast.Null{}, nil
+	}
+	f := make(fields, 0, 20)
+	f.str("id", r.ID)
+	f.str("slotId", r.SlotID)
+	f.strOmit("op", string(r.Op))
+	f.str("layer", string(r.Layer))
+	f.str("subjectId", r.SubjectID)
+	f.strOmit("factType", r.FactType)
+	f.str("summary", r.Summary)
+	if len(r.Value) > 0 {
+		v, err := rawJSONValue(r.Value)
+		if err != nil {
+			return nil, fmt.Errorf("value: %w", err)
+		}
+		f.term("value", ast.NewTerm(v))
+	}
+	f.strOmit("riskLevel", string(r.RiskLevel))
+	if len(r.Categories) > 0 {
+		f.term("categories", stringsTerm(r.Categories))
+	}
+	f.str("status", string(r.Status))
+	f.str("candidateSource", string(r.CandidateSource))
+	f.term("actor", ast.NewTerm(actorValue(r.Actor)))
+	f.objectOmit("scope", scopeValue(r.Scope))
+	if len(r.Metadata) > 0 {
+		v, err := ast.InterfaceToValue(r.Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: %w", err)
+		}
+		f.term("metadata", ast.NewTerm(v))
+	}
+	f.objectOmit("evidence", evidenceValue(r.Evidence))
+	if len(r.Affects) > 0 {
+		f.term("affects", stringsTerm(r.Affects))
+	}
+	f.strOmit("supersedes", r.Supersedes)
+	f.strOmit("supersededBy", r.SupersededBy)
+	f.strOmit("rollbackPoint", r.RollbackPoint)
+	f.strOmit("expectedHead", r.ExpectedHead)
+	if r.Decision != nil {
+		v, err := decisionValue(r.Decision)
+		if err != nil {
+			return nil, fmt.Errorf("decision: %w", err)
+		}
+		f.term("decision", ast.NewTerm(v))
+	}
+	if r.Review != nil {
+		f.term("review", ast.NewTerm(reviewValue(r.Review)))
+	}
+	f.strOmit("rollbackReason", r.RollbackReason)
+	f.time("createdAt", r.CreatedAt)
+	f.timeOmit("activatedAt", r.ActivatedAt)
+	f.timeOmit("supersededAt", r.SupersededAt)
+	f.timeOmit("decidedAt", r.DecidedAt)
+	f.timeOmit("rolledBackAt", r.RolledBackAt)
+	norm := normalizeText(r.Summary)
+	f.str(textNormKey, norm)
+	if features != nil {
+		f.term(textFeaturesKey, ast.NewTerm(features.match(r, norm)))
+	}
+	return f.object(), nil
+}
+
+func actorValue(a memory.Actor) ast.Object {
+	f := make(fields, 0, 7)
+	f.strOmit("agentId", a.AgentID)
+	f.strOmit("userId", a.UserID)
+	f.strOmit("runId", a.RunID)
+	f.strOmit("sessionId", a.SessionID)
+	f.strOmit("dialect", a.Dialect)
+	f.strOmit("remoteAddr", a.RemoteAddr)
+	f.strOmit("client", a.Client)
+	return f.object()
+}
+
+func scopeValue(s memory.Scope) ast.Object {
+	f := make(fields, 0, 4)
+	f.strOmit("userId", s.UserID)
+	f.strOmit("agentId", s.AgentID)
+	f.strOmit("appId", s.AppID)
+	f.strOmit("runId", s.RunID)
+	return f.object()
+}
+
+func evidenceValue(e memory.Evidence) ast.Object {
+	f := make(fields, 0, 2)
+	f.strOmit("excerpt", e.Excerpt)
+	f.strOmit("sourceRef", e.SourceRef)
+	return f.object()
+}
+
+func decisionValue(d *memory.Decision) (ast.Object, error) {
+	f := make(fields, 0, 11)
+	f.str("risk", string(d.Risk))
+	f.term("categories", nullableStrings(d.Categories))
+	f.str("action", string(d.Action))
+	if d.Reasons == nil {
+		f.term("reasons", ast.NullTerm())
+	} else {
+		terms := make([]*ast.Term, len(d.Reasons))
+		for i, r := range d.Reasons {
+			terms[i] = ast.ObjectTerm(item("rule", ast.StringTerm(r.Rule)), item("message", ast.StringTerm(r.Message)))
+		}
+		f.term("reasons", ast.ArrayTerm(terms...))
+	}
+	f.term("affects", nullableStrings(d.Affects))
+	f.strOmit("layer", string(d.Layer))
+	f.strOmit("factType", d.FactType)
+	f.strOmit("subjectId", d.SubjectID)
+	if len(d.Value) > 0 {
+		v, err := rawJSONValue(d.Value)
+		if err != nil {
+			return nil, fmt.Errorf("value: %w", err)
+		}
+		f.term("value", ast.NewTerm(v))
+	}
+	f.strOmit("revision", d.Revision)
+	f.strOmit("policyError", d.PolicyError)
+	return f.object(), nil
+}
+
+func reviewValue(r *memory.Review) ast.Object {
+	f := make(fields, 0, 6)
+	f.str("outcome", r.Outcome)
+	f.str("by", r.By)
+	f.strOmit("route", r.Route)
+	f.strOmit("mode", string(r.Mode))
+	f.strOmit("note", r.Note)
+	f.time("at", r.At)
+	return f.object()
+}
+
+func stringsTerm(ss []string) *ast.Term {
+	terms := make([]*ast.Term, len(ss))
+	for i, s := range ss {
+		terms[i] = ast.StringTerm(s)
+	}
+	return ast.ArrayTerm(terms...)
+}
+
+// nullableStrings encodes a slice field without omitempty: nil is null.
+func nullableStrings(ss []string) *ast.Term {
+	if ss == nil {
+		return ast.NullTerm()
+	}
+	return stringsTerm(ss)
+}
+
+// rawJSONValue parses a structured value; numbers keep their JSON text.
+func rawJSONValue(raw json.RawMessage) (ast.Value, error) {
+	return ast.ValueFromReader(bytes.NewReader(raw))
+}
