@@ -125,10 +125,10 @@ func mem0Tool(name, title, description string, readOnly, destructive, idempotent
 
 func (s *Server) addMem0Tools() {
 	mcp.AddTool(s.srv, mem0Tool("add_memory", "Add Memory",
-		"Store a new preference, fact, or conversation snippet. Scoped by user_id, agent_id, app_id or run_id (default user: "+
+		"Store a new preference, fact, or conversation snippet. Scoped by user_id, agent_id, app_id or run_id (default: the session's user, else "+
 			s.defaultUser+")."+governedNote, false, false, false), s.addMemory)
 	mcp.AddTool(s.srv, mem0Tool("search_memories", "Search Memories",
-		"Search active memories by words; filters narrow by user_id, agent_id, app_id or run_id (default user: "+
+		"Search active memories by words; filters narrow by user_id, agent_id, app_id or run_id (default: the session's user, else "+
 			s.defaultUser+").", true, false, true), s.searchMemories)
 	mcp.AddTool(s.srv, mem0Tool("get_memory", "Get Memory",
 		"Fetch a single active memory by its memory_id.", true, false, true), s.getMemory)
@@ -141,11 +141,15 @@ func (s *Server) addMem0Tools() {
 		true, false, true), s.getEventStatus)
 }
 
-// defaultScope applies the default user when a write or read names no
-// entity, as Mem0's MCP server does (an agent or run id alone is enough).
-func (s *Server) defaultScope(sc memory.Scope) memory.Scope {
+// defaultScope applies a default user when a write or read names no entity,
+// as Mem0's MCP server does (an agent or run id alone is enough): the user
+// the session names in X-Memgate-User-Id, else Options.DefaultUserID.
+func (s *Server) defaultScope(sc memory.Scope, actor memory.Actor) memory.Scope {
 	if sc.UserID == "" && sc.AgentID == "" && sc.RunID == "" {
-		sc.UserID = s.defaultUser
+		sc.UserID = actor.UserID
+		if sc.UserID == "" {
+			sc.UserID = s.defaultUser
+		}
 	}
 	return sc
 }
@@ -180,10 +184,11 @@ func (s *Server) addMemory(ctx context.Context, req *mcp.CallToolRequest, in add
 	if err := in.check(); err != nil {
 		return nil, writeAnswer{}, toolError(s.log, err)
 	}
-	c := memory.Candidate{Summary: in.text(), Scope: s.defaultScope(in.scope()), Metadata: in.Metadata,
+	actor := actorOf(req)
+	c := memory.Candidate{Summary: in.text(), Scope: s.defaultScope(in.scope(), actor), Metadata: in.Metadata,
 		Evidence: memory.Evidence{Excerpt: in.conversation()}}
 	rep := &report{}
-	res, err := s.submit(ctx, rep, actorOf(req), fmt.Sprintf("memory %q", c.Summary), c)
+	res, err := s.submit(ctx, rep, actor, fmt.Sprintf("memory %q", c.Summary), c)
 	if err != nil {
 		return nil, writeAnswer{}, toolError(s.log, err)
 	}
@@ -225,7 +230,7 @@ func (s *Server) getMemory(ctx context.Context, _ *mcp.CallToolRequest, in memor
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: indentJSON(m)}}}, m, nil
 }
 
-func (s *Server) searchMemories(ctx context.Context, _ *mcp.CallToolRequest, in searchMemoriesArgs) (*mcp.CallToolResult, searchAnswer, error) {
+func (s *Server) searchMemories(ctx context.Context, req *mcp.CallToolRequest, in searchMemoriesArgs) (*mcp.CallToolResult, searchAnswer, error) {
 	out := searchAnswer{Results: []mem0Memory{}}
 	if err := in.scopeArgs.check(); err != nil {
 		return nil, out, toolError(s.log, err)
@@ -242,7 +247,7 @@ func (s *Server) searchMemories(ctx context.Context, _ *mcp.CallToolRequest, in 
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}
-	recs, err := s.gov.List(ctx, memory.ListFilter{Scope: s.defaultScope(sc)})
+	recs, err := s.gov.List(ctx, memory.ListFilter{Scope: s.defaultScope(sc, actorOf(req))})
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}

@@ -136,6 +136,17 @@ func TestMem0DefaultScope(t *testing.T) {
 	if len(found.Results) != 1 {
 		t.Fatalf("search in the default scope: %+v", found)
 	}
+
+	// A session that names its user writes and reads as that user.
+	frank := e.connect("mem0-client", map[string]string{HeaderUserID: "frank"})
+	decode(t, mustOK(t, frank, "add_memory", map[string]any{"text": "the sky is grey"}), &add)
+	if rec, _ := e.gov.Get(context.Background(), add.EventID); rec.Scope.UserID != "frank" {
+		t.Fatalf("session user scope: %+v", rec.Scope)
+	}
+	decode(t, mustOK(t, frank, "search_memories", map[string]any{"query": "sky"}), &found)
+	if len(found.Results) != 1 || found.Results[0].Memory != "the sky is grey" {
+		t.Fatalf("search as frank: %+v", found)
+	}
 }
 
 func TestParseFilters(t *testing.T) {
