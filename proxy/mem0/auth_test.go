@@ -1,0 +1,76 @@
+package mem0
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+
+	"github.com/memgate/memgate/memory"
+)
+
+func TestAPIKeys(t *testing.T) {
+	e := newEnv(t, func(o *Options) { o.APIKeys = ParseAPIKeys(" key-one, ,key-two ") })
+	tests := []struct {
+		name   string
+		header []string
+		want   int
+	}{
+		{"platform token", []string{"Authorization", "Token key-one"}, http.StatusOK},
+		{"second key", []string{"Authorization", "Token key-two"}, http.StatusOK},
+		{"open-source X-API-Key", []string{"X-API-Key", "key-two"}, http.StatusOK},
+		{"bearer", []string{"Authorization", "Bearer key-one"}, http.StatusOK},
+		{"wrong key", []string{"Authorization", "Token key-three"}, http.StatusUnauthorized},
+		{"prefix of a key", []string{"Authorization", "Token key-on"}, http.StatusUnauthorized},
+		{"unknown scheme", []string{"Authorization", "Basic key-one"}, http.StatusUnauthorized},
+		{"no key", nil, http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, path := range []string{"/v1/ping/", "/v1/events/", "/memories?user_id=alice", "/v1/entities/"} {
+				resp := e.do("GET", path, nil, tt.header...)
+				if path == "/v1/entities/" && tt.want == http.StatusOK {
+					wantErrorShape(t, resp, http.StatusNotFound, memory.ENOTFOUND)
+					continue
+				}
+				if tt.want == http.StatusUnauthorized {
+					wantErrorShape(t, resp, http.StatusUnauthorized, memory.EUNAUTHORIZED)
+					if resp.header.Get("WWW-Authenticate") == "" {
+						t.Fatal("a 401 names its scheme")
+					}
+				} else if resp.status != tt.want {
+					t.Fatalf("GET %s: status %d, want %d: %s", path, resp.status, tt.want, resp.raw)
+				}
+			}
+		})
+	}
+	// A refused request writes nothing.
+	e.do("POST", "/v3/memories/add/", []byte(`{"messages": "I like tea", "user_id": "alice", "infer": false}`), "Authorization", "Token nope")
+	if n := len(e.active()); n != 0 {
+		t.Fatalf("an unauthorized add wrote %d memories", n)
+	}
+}
+
+func TestNoKeysConfiguredMeansNoKeyRequired(t *testing.T) {
+	e := newEnv(t)
+	ping := e.call("GET", "/v1/ping/", nil, http.StatusOK, "Authorization", "Token anything").obj()
+	if ping["status"] != "ok" || ping["org_id"] == "" {
+		t.Fatalf("ping: %v", ping)
+	}
+	e.call("GET", "/v1/ping", nil, http.StatusOK)
+}
+
+func TestRoutesAnswerJSONWithAndWithoutTrailingSlash(t *testing.T) {
+	e := newEnv(t)
+	id := e.addApplied("I keep bees")
+	for _, path := range []string{"/v1/memories/" + id, "/v1/memories/" + id + "/", "/v1/memories/" + id + "/history",
+		"/v1/memories/" + id + "/history/", "/memories/" + id + "/history", "/v1/events", "/v1/ping"} {
+		e.call("GET", path, nil, http.StatusOK)
+	}
+	for _, path := range []string{"/v1/entities/", "/v2/entities/user/alice/", "/v3/nothing"} {
+		wantErrorShape(t, e.do("GET", path, nil), http.StatusNotFound, memory.ENOTFOUND)
+	}
+	// Keys with surrounding spaces and empty entries are ignored.
+	if got := ParseAPIKeys(" a ,, b,"); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("ParseAPIKeys: %q", got)
+	}
+}

@@ -1,0 +1,115 @@
+package mem0
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Event is what one Mem0 write (add, update, delete) produced. Its status
+// is not stored: it is computed from the records' current statuses, so an
+// event turns SUCCEEDED or FAILED when a reviewer decides, with no callback.
+type Event struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"` // ADD, UPDATE or DELETE
+	Writes    []EventWrite    `json:"writes"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	CreatedAt time.Time       `json:"createdAt"`
+	LatencyMs float64         `json:"latencyMs"`
+}
+
+// EventWrite is one candidate of an event and what the governor did with it.
+type EventWrite struct {
+	RecordID string         `json:"recordId"` // the record stored (the active one if unchanged)
+	Outcome  memory.Outcome `json:"outcome"`
+}
+
+// EventLog keeps Mem0 events in the Badger database beside the records,
+// under a key prefix of its own, one small JSON value each. Event ids are
+// ULIDs, so iterating the prefix backwards lists the newest first. Writes
+// are durable when the database syncs its writes (the store's default).
+type EventLog struct{ db *badger.DB }
+
+// eventPrefix is the key prefix of events; the store's own prefixes
+// (r/, s/, kv/, ...) never start with it.
+const eventPrefix = "mem0/ev/"
+
+// NewEventLog returns the event log kept in db (store.(*Store).DB()).
+func NewEventLog(db *badger.DB) *EventLog { return &EventLog{db: db} }
+
+// Put stores an event.
+func (l *EventLog) Put(ctx context.Context, ev *Event) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("mem0 events: encode %s: %w", ev.ID, err)
+	}
+	if err := l.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(eventPrefix+ev.ID), b) }); err != nil {
+		return fmt.Errorf("mem0 events: put %s: %w", ev.ID, err)
+	}
+	return nil
+}
+
+// Get returns an event. Errors: ENOTFOUND.
+func (l *EventLog) Get(ctx context.Context, id string) (*Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var ev Event
+	err := l.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(eventPrefix + id))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it.")
+		} else if err != nil {
+			return err
+		}
+		return item.Value(func(b []byte) error { return json.Unmarshal(b, &ev) })
+	})
+	if err != nil {
+		if memory.ErrorCode(err) == memory.ENOTFOUND {
+			return nil, err
+		}
+		return nil, fmt.Errorf("mem0 events: get %s: %w", id, err)
+	}
+	return &ev, nil
+}
+
+// List returns up to limit events after skipping offset, newest first,
+// and how many events there are in all.
+func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	out := []*Event{}
+	total := 0
+	err := l.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Reverse, opts.Prefix, opts.PrefetchValues = true, []byte(eventPrefix), false
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Seek([]byte(eventPrefix + "\xff")); it.Valid(); it.Next() {
+			total++
+			if total <= offset || len(out) >= limit {
+				continue // counted, not returned
+			}
+			var ev Event
+			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &ev) }); err != nil {
+				return fmt.Errorf("decode %s: %w", it.Item().Key(), err)
+			}
+			out = append(out, &ev)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("mem0 events: list: %w", err)
+	}
+	return out, total, nil
+}

@@ -1,0 +1,177 @@
+package mem0
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Extractor turns a conversation into the facts worth remembering, as
+// Mem0's LLM does for adds with infer=true.
+type Extractor interface {
+	Extract(ctx context.Context, conv []Message, hints ExtractHints) ([]string, error)
+}
+
+// ExtractHints are the client's extraction instructions for one add.
+type ExtractHints struct {
+	Instructions string // custom_instructions
+	Includes     string
+	Excludes     string
+}
+
+// ChatExtractor asks an OpenAI-compatible chat-completions endpoint (a
+// local model server, or a hosted API) for the facts in a conversation.
+type ChatExtractor struct {
+	url    string
+	model  string
+	apiKey string
+	client *http.Client
+}
+
+// ChatExtractorOptions configure a ChatExtractor.
+type ChatExtractorOptions struct {
+	// URL is the endpoint: a base URL (".../v1") to which
+	// "/chat/completions" is appended, or the full chat-completions URL.
+	URL     string
+	Model   string        // default "gpt-4o-mini"
+	APIKey  string        // sent as a bearer token when set
+	Timeout time.Duration // per extraction; default 30s
+	Client  *http.Client
+}
+
+// NewChatExtractor returns an extractor for an OpenAI-compatible endpoint.
+func NewChatExtractor(o ChatExtractorOptions) (*ChatExtractor, error) {
+	u := strings.TrimSpace(o.URL)
+	if u == "" {
+		return nil, errors.New("mem0 extractor: a URL is required")
+	}
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return nil, fmt.Errorf("mem0 extractor: URL %q must start with http:// or https://", u)
+	}
+	u = strings.TrimRight(u, "/")
+	if !strings.HasSuffix(u, "/chat/completions") {
+		u += "/chat/completions"
+	}
+	e := &ChatExtractor{url: u, model: o.Model, apiKey: o.APIKey, client: o.Client}
+	if e.model == "" {
+		e.model = "gpt-4o-mini"
+	}
+	if e.client == nil {
+		timeout := o.Timeout
+		if timeout <= 0 {
+			timeout = 30 * time.Second
+		}
+		e.client = &http.Client{Timeout: timeout}
+	}
+	return e, nil
+}
+
+// extractPrompt is memgate's instruction to the extraction model.
+const extractPrompt = `You read a conversation between a user and an AI assistant and list the facts worth remembering long term: who the user is, their preferences, plans, projects and the rules they set for the assistant.
+Write each fact as one short, self-contained sentence in the language of the conversation.
+Leave out greetings, small talk, thanks, questions and anything only true for this moment.
+Answer with JSON only, exactly {"facts": ["...", "..."]}; answer {"facts": []} when nothing is worth remembering.`
+
+type chatRequest struct {
+	Model          string        `json:"model"`
+	Messages       []chatMessage `json:"messages"`
+	Temperature    float64       `json:"temperature"`
+	ResponseFormat struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatResponse struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+	} `json:"choices"`
+}
+
+// Extract asks the model for facts.
+func (e *ChatExtractor) Extract(ctx context.Context, conv []Message, hints ExtractHints) ([]string, error) {
+	if len(conv) == 0 {
+		return nil, nil
+	}
+	system := extractPrompt
+	for _, h := range []struct{ label, text string }{
+		{"Additional instructions", hints.Instructions},
+		{"Pay particular attention to", hints.Includes},
+		{"Do not record anything about", hints.Excludes},
+	} {
+		if t := strings.TrimSpace(h.text); t != "" {
+			system += "\n" + h.label + ": " + t
+		}
+	}
+	req := chatRequest{Model: e.model, Temperature: 0,
+		Messages: []chatMessage{{Role: "system", Content: system}, {Role: "user", Content: "Conversation:\n" + transcript(conv)}}}
+	req.ResponseFormat.Type = "json_object"
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("mem0 extractor: encode request: %w", err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("mem0 extractor: %w", err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if e.apiKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+e.apiKey)
+	}
+	resp, err := e.client.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("mem0 extractor: %w", err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("mem0 extractor: read answer: %w", err)
+	}
+	if resp.StatusCode/100 != 2 {
+		return nil, fmt.Errorf("mem0 extractor: %s answered %s: %s", e.url, resp.Status, truncate(string(raw), 200))
+	}
+	var cr chatResponse
+	if err := json.Unmarshal(raw, &cr); err != nil {
+		return nil, fmt.Errorf("mem0 extractor: decode answer: %w", err)
+	}
+	if len(cr.Choices) == 0 {
+		return nil, errors.New("mem0 extractor: the answer has no choices")
+	}
+	return parseFacts(cr.Choices[0].Message.Content)
+}
+
+// parseFacts reads the model's answer: {"facts": [...]}, or a bare array,
+// possibly inside a Markdown code fence.
+func parseFacts(content string) ([]string, error) {
+	s := strings.TrimSpace(content)
+	if strings.HasPrefix(s, "```") {
+		s = strings.TrimPrefix(s, "```")
+		if nl := strings.IndexByte(s, '\n'); nl >= 0 {
+			s = s[nl+1:] // drop the fence's language tag
+		}
+		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "```"))
+	}
+	var obj struct {
+		Facts []string `json:"facts"`
+	}
+	if err := json.Unmarshal([]byte(s), &obj); err == nil {
+		return obj.Facts, nil
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(s), &list); err == nil {
+		return list, nil
+	}
+	return nil, fmt.Errorf("mem0 extractor: the model did not answer {\"facts\": [...]}: %s", truncate(content, 200))
+}

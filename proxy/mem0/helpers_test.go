@@ -1,0 +1,281 @@
+package mem0
+
+// Tests drive the Mem0 routes over real HTTP on loopback against a real
+// Governor on a Badger database in t.TempDir(). Decisions come from
+// testPolicy (a memory.ClassifierFunc), so each test states the policy it
+// relies on.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/store"
+)
+
+// testPolicy: secrets are refused; chit-chat and questions are refused when
+// they come from an inferred add; text about auto-publishing or "never"
+// rules is policy and waits for review, as do deletions of policies; the
+// rest applies as knowledge.
+func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	c := in.Candidate
+	text := strings.ToLower(c.Summary)
+	inferred := strings.HasPrefix(c.Evidence.SourceRef, "mem0:infer:") || strings.HasPrefix(c.Evidence.SourceRef, "mem0:extract:")
+	low := memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}
+	switch {
+	case strings.Contains(text, "password"):
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
+			Reasons: []memory.Reason{{Rule: "secret", Message: "secrets are never remembered"}}}, nil
+	case inferred && (strings.HasSuffix(text, "?") || isChitChat(text)):
+		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionReject,
+			Reasons: []memory.Reason{{Rule: "chit_chat", Message: "small talk and questions are not memories"}}}, nil
+	case in.Op == memory.OpDelete && in.Current != nil && in.Current.Layer == memory.LayerPolicy:
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
+			Reasons: []memory.Reason{{Rule: "delete_policy", Message: "deleting a strategy constraint needs a human"}}}, nil
+	case c.Layer == memory.LayerPolicy || strings.Contains(text, "auto-publish") || strings.HasPrefix(text, "never "):
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
+			Layer: memory.LayerPolicy, Affects: []string{"publishing"},
+			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
+	}
+	return low, nil
+}
+
+func isChitChat(text string) bool {
+	t := strings.Trim(text, " !.")
+	for _, w := range []string{"hi", "hello", "hey", "thanks", "thank you", "ok", "okay", "bye", "hi there"} {
+		if t == w {
+			return true
+		}
+	}
+	return false
+}
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(time.Millisecond)
+	return c.now
+}
+
+type env struct {
+	t     *testing.T
+	dir   string
+	st    *store.Store
+	gov   *memory.Governor
+	h     *Handler
+	srv   *httptest.Server
+	opts  Options
+	clock *clock
+}
+
+// newEnv opens a store in a temp dir and serves a Handler over it on
+// loopback. with adjusts the handler's options.
+func newEnv(t *testing.T, with ...func(*Options)) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
+	for _, w := range with {
+		w(&e.opts)
+	}
+	e.open()
+	t.Cleanup(func() {
+		e.srv.Close()
+		if err := e.st.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
+	return e
+}
+
+func (e *env) open() {
+	e.t.Helper()
+	st, err := store.Open(store.Options{Dir: e.dir})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.st = st
+	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: e.clock.Now})
+	o := e.opts
+	o.Gov, o.Events, o.Now = e.gov, NewEventLog(st.DB()), e.clock.Now
+	e.h = New(o)
+	mux := http.NewServeMux()
+	e.h.Register(mux)
+	e.srv = httptest.NewServer(mux)
+}
+
+// restart closes the server and the store and opens both again, as a
+// process restart would.
+func (e *env) restart() {
+	e.t.Helper()
+	e.srv.Close()
+	if err := e.st.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.open()
+}
+
+// response is an answer: its status and decoded JSON body.
+type response struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   any
+}
+
+func (r response) obj() map[string]any {
+	m, _ := r.body.(map[string]any)
+	return m
+}
+
+func (r response) arr() []any {
+	a, _ := r.body.([]any)
+	return a
+}
+
+// do sends a request with a raw body (nil: none) and decodes the answer,
+// failing the test unless the answer is JSON.
+func (e *env) do(method, path string, body []byte, header ...string) response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Mem0-Client", "test/1")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		e.t.Fatalf("%s %s: answer is %q, not JSON: %s", method, path, resp.Header.Get("Content-Type"), raw)
+	}
+	if err := json.Unmarshal(raw, &out.body); err != nil {
+		e.t.Fatalf("%s %s: answer is not JSON: %v: %s", method, path, err, raw)
+	}
+	return out
+}
+
+// call sends v as JSON and wants the given status.
+func (e *env) call(method, path string, v any, want int, header ...string) response {
+	e.t.Helper()
+	var body []byte
+	if v != nil {
+		var err error
+		if body, err = json.Marshal(v); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	resp := e.do(method, path, body, header...)
+	if resp.status != want {
+		e.t.Fatalf("%s %s: status %d, want %d: %s", method, path, resp.status, want, resp.raw)
+	}
+	return resp
+}
+
+// add adds one verbatim user message for alice and returns the answer.
+func (e *env) add(text string, extra ...any) map[string]any {
+	e.t.Helper()
+	body := map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}, "user_id": "alice", "infer": false}
+	for i := 0; i+1 < len(extra); i += 2 {
+		body[extra[i].(string)] = extra[i+1]
+	}
+	return e.call("POST", "/v3/memories/add/", body, http.StatusOK).obj()
+}
+
+// addApplied adds a memory that applies and returns its memory id.
+func (e *env) addApplied(text string, extra ...any) string {
+	e.t.Helper()
+	ans := e.add(text, extra...)
+	results := ans["results"].([]any)
+	if len(results) != 1 || ans["status"] != statusSucceeded {
+		e.t.Fatalf("add %q: want one applied result, got %v", text, ans)
+	}
+	return results[0].(map[string]any)["id"].(string)
+}
+
+// pending returns the review queue.
+func (e *env) pending() []*memory.ReviewItem {
+	e.t.Helper()
+	items, err := e.gov.Reviews(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return items
+}
+
+// approveAll approves every parked write.
+func (e *env) approveAll() {
+	e.t.Helper()
+	for _, it := range e.pending() {
+		if _, err := e.gov.Approve(context.Background(), it.Record.ID, memory.Review{By: "reviewer", Route: "admin"}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// record returns a stored record by id.
+func (e *env) record(id string) *memory.Record {
+	e.t.Helper()
+	r, err := e.gov.Get(context.Background(), id)
+	if err != nil {
+		e.t.Fatalf("get %s: %v", id, err)
+	}
+	return r
+}
+
+// active lists the active layer of alice's scope.
+func (e *env) active() []*memory.Record {
+	e.t.Helper()
+	recs, err := e.gov.List(context.Background(), memory.ListFilter{Scope: memory.Scope{UserID: "alice"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return recs
+}
+
+// wantErrorShape checks Mem0's error shape: error and detail carry the
+// message, code is memgate's.
+func wantErrorShape(t *testing.T, resp response, status int, code string) {
+	t.Helper()
+	if resp.status != status {
+		t.Fatalf("status %d, want %d: %s", resp.status, status, resp.raw)
+	}
+	m := resp.obj()
+	msg, _ := m["error"].(string)
+	if msg == "" || m["detail"] != msg || m["code"] != code {
+		t.Fatalf("want {error, detail, code: %q}, got %s", code, resp.raw)
+	}
+}
+
+func texts(items []any, key string) []string {
+	var out []string
+	for _, it := range items {
+		out = append(out, it.(map[string]any)[key].(string))
+	}
+	return out
+}

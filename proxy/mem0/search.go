@@ -1,0 +1,208 @@
+package mem0
+
+import (
+	"context"
+	"net/http"
+	"sort"
+	"strings"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// searchParams is a search as every route asks for it.
+type searchParams struct {
+	query     string
+	filter    *filter
+	topK      int
+	threshold float64
+}
+
+// search ranks the active layer lexically: records the filter lets through
+// (reads never see pending, superseded or rejected versions) are scored by
+// BM25 against the query; those at or above the threshold come back, best
+// first, at most topK. With threshold 0 nothing is filtered out.
+func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, error) {
+	recs, err := h.gov.List(ctx, memory.ListFilter{Scope: p.filter.scope()})
+	if err != nil {
+		return nil, err
+	}
+	kept := recs[:0]
+	for _, r := range recs {
+		if r.Status == memory.StatusActive && p.filter.match(r) {
+			kept = append(kept, r)
+		}
+	}
+	docs := make([][]string, len(kept))
+	for i, r := range kept {
+		docs[i] = tokenize(r.Summary)
+	}
+	raw, rel := bm25(tokenize(p.query), docs)
+	order := make([]int, len(kept))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		i, j := order[a], order[b]
+		if raw[i] != raw[j] {
+			return raw[i] > raw[j]
+		}
+		return newer(kept[i], kept[j])
+	})
+	out := []memoryJSON{}
+	for _, i := range order {
+		if len(out) >= p.topK {
+			break
+		}
+		if rel[i] < p.threshold || (p.threshold > 0 && rel[i] == 0) {
+			continue
+		}
+		m := toMemory(kept[i])
+		score := rel[i]
+		m.Score = &score
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// newer orders records newest first (ids are ULIDs, so they break ties).
+func newer(a, b *memory.Record) bool {
+	ta, tb := updatedAt(a), updatedAt(b)
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a.ID > b.ID
+}
+
+// Default thresholds: v3's and v2's, as Mem0 documents them; the
+// open-source server filters nothing unless asked.
+const (
+	thresholdV3  = 0.1
+	thresholdV2  = 0.3
+	thresholdOSS = 0
+)
+
+// readSearch decodes a search body into params. Entity ids given at the
+// top level (v1, open-source) are ANDed with the filters.
+func (h *Handler) readSearch(w http.ResponseWriter, r *http.Request, defThreshold float64) (searchParams, []string, error) {
+	var p searchParams
+	body, err := readBody(w, r)
+	if err != nil {
+		return p, nil, err
+	}
+	var req searchRequest
+	if err := decodeObject(body, &req); err != nil {
+		return p, nil, err
+	}
+	if req.Query == nil || strings.TrimSpace(*req.Query) == "" {
+		return p, nil, memory.Errorf(memory.EINVALID, "query is required: a non-empty string")
+	}
+	p.query = *req.Query
+	f, err := parseFilters(req.Filters)
+	if err != nil {
+		return p, nil, err
+	}
+	extra, err := extraFilter(req.Categories, req.Metadata)
+	if err != nil {
+		return p, nil, err
+	}
+	p.filter = all(f, entityFilter(memory.Scope{UserID: req.UserID, AgentID: req.AgentID, AppID: req.AppID, RunID: req.RunID}), extra)
+	if !p.filter.scoped() {
+		return p, nil, errUnscoped
+	}
+	topK := req.TopK
+	if topK == nil {
+		topK = req.Limit
+	}
+	if p.topK, err = intParam("top_k", topK, 10, 1, 1000); err != nil {
+		return p, nil, err
+	}
+	p.threshold = defThreshold
+	if req.Threshold != nil {
+		if t := *req.Threshold; t < 0 || t > 1 {
+			return p, nil, memory.Errorf(memory.EINVALID, "threshold must be from 0 to 1")
+		}
+		p.threshold = *req.Threshold
+	}
+	return p, req.Fields, nil
+}
+
+var errUnscoped = memory.Errorf(memory.EINVALID,
+	"filters must name at least one of user_id, agent_id, app_id or run_id (One of the filters: app_id, user_id, agent_id, run_id is required!)")
+
+// extraFilter compiles the categories and metadata conditions some bodies
+// carry beside filters.
+func extraFilter(categories []string, metadata map[string]any) (*filter, error) {
+	out := all()
+	if len(categories) > 0 {
+		items := make([]any, len(categories))
+		for i, c := range categories {
+			items[i] = c
+		}
+		test, err := categoriesCond("in", items)
+		if err != nil {
+			return nil, memory.Errorf(memory.EINVALID, "categories: %s", err.Error())
+		}
+		out.kids = append(out.kids, &filter{kind: kindLeaf, test: test, field: "categories"})
+	}
+	if len(metadata) > 0 {
+		p := &filterParser{}
+		leaves, err := p.field("metadata", metadata, 0)
+		if err != nil {
+			return nil, memory.Errorf(memory.EINVALID, "metadata: %s", err.Error())
+		}
+		out.kids = append(out.kids, leaves...)
+	}
+	return out, nil
+}
+
+func (h *Handler) searchV3(w http.ResponseWriter, r *http.Request) {
+	p, fields, err := h.readSearch(w, r, thresholdV3)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.answerSearch(w, r, p, fields, true)
+}
+
+func (h *Handler) searchV2(w http.ResponseWriter, r *http.Request) {
+	p, fields, err := h.readSearch(w, r, thresholdV2)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.answerSearch(w, r, p, fields, false)
+}
+
+// searchV1 is the deprecated v1 search: entity ids at the top level, a
+// bare array back.
+func (h *Handler) searchV1(w http.ResponseWriter, r *http.Request) { h.searchV2(w, r) }
+
+func (h *Handler) ossSearch(w http.ResponseWriter, r *http.Request) {
+	p, fields, err := h.readSearch(w, r, thresholdOSS)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.answerSearch(w, r, p, fields, true)
+}
+
+// answerSearch answers {"results": [...]} (wrapped) or a bare array.
+func (h *Handler) answerSearch(w http.ResponseWriter, r *http.Request, p searchParams, fields []string, wrapped bool) {
+	found, err := h.search(r.Context(), p)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var items any = found
+	if len(fields) > 0 {
+		if items, err = project(found, fields); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+	}
+	if wrapped {
+		writeJSON(w, http.StatusOK, map[string]any{"results": items})
+		return
+	}
+	writeJSON(w, http.StatusOK, items)
+}

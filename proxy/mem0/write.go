@@ -1,0 +1,138 @@
+package mem0
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Mem0 event statuses.
+const (
+	statusPending   = "PENDING"
+	statusSucceeded = "SUCCEEDED"
+	statusFailed    = "FAILED"
+)
+
+// writeResult is what one Mem0 write did, for its answer.
+type writeResult struct {
+	event     *Event
+	results   []resultJSON     // changes applied now
+	applied   []*memory.Record // the versions applied now
+	parked    []*memory.Record // writes waiting for review
+	refused   []*memory.Record // writes policy refused outright
+	unchanged []*memory.Record // repeats of the active version
+}
+
+func (w *writeResult) status() string {
+	if len(w.parked) > 0 {
+		return statusPending
+	}
+	return statusSucceeded
+}
+
+// message says in words what happened, so a human reading an agent's log
+// sees that memgate governed the write.
+func (w *writeResult) message() string {
+	var parts []string
+	if n := len(w.results); n > 0 || len(w.parked)+len(w.refused)+len(w.unchanged) == 0 {
+		parts = append(parts, fmt.Sprintf("%d applied", n))
+	}
+	if n := len(w.parked); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d waiting for human review (poll /v1/event/%s/)", n, w.event.ID))
+	}
+	if n := len(w.unchanged); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d unchanged", n))
+	}
+	if n := len(w.refused); n > 0 {
+		p := fmt.Sprintf("%d refused by policy", n)
+		if d := w.refused[0].Decision; d != nil && len(d.Reasons) > 0 {
+			p += " (" + d.Reasons[0].Message + ")"
+		}
+		parts = append(parts, p)
+	}
+	return "memgate: " + strings.Join(parts, ", ")
+}
+
+// refusals lists why policy refused writes.
+func (w *writeResult) refusals() []refusalJSON {
+	out := []refusalJSON{}
+	for _, r := range w.refused {
+		rf := refusalJSON{RecordID: r.ID, Reasons: []memory.Reason{}}
+		if r.Decision != nil && r.Decision.Reasons != nil {
+			rf.Reasons = r.Decision.Reasons
+		}
+		out = append(out, rf)
+	}
+	return out
+}
+
+type refusalJSON struct {
+	RecordID string          `json:"record_id"`
+	Reasons  []memory.Reason `json:"reasons"`
+}
+
+// maxPayloadBytes bounds the request an event keeps.
+const maxPayloadBytes = 8 << 10
+
+// write submits candidates to the governor, one after the other, and keeps
+// the event. It runs to the end even if the client goes away, so that what
+// was started is recorded. typ is the Mem0 event type.
+func (h *Handler) write(ctx context.Context, typ string, cands []memory.Candidate, payload []byte) (*writeResult, error) {
+	ctx = context.WithoutCancel(ctx)
+	start := time.Now()
+	ev := &Event{ID: h.newID(), Type: typ, CreatedAt: h.now(), Writes: []EventWrite{}, Payload: boundedPayload(payload)}
+	res := &writeResult{event: ev, results: []resultJSON{}}
+	var err error
+	for _, c := range cands {
+		var sr *memory.SubmitResult
+		if sr, err = h.gov.Submit(ctx, c); err != nil {
+			break
+		}
+		ev.Writes = append(ev.Writes, EventWrite{RecordID: sr.Record.ID, Outcome: sr.Outcome})
+		switch sr.Outcome {
+		case memory.OutcomeApplied:
+			text := sr.Record.Summary
+			if sr.Record.Op == memory.OpDelete && sr.Replaced != nil {
+				text = sr.Replaced.Summary
+			}
+			res.results = append(res.results, toResult(sr.Record, text))
+			res.applied = append(res.applied, sr.Record)
+		case memory.OutcomeParked:
+			res.parked = append(res.parked, sr.Record)
+		case memory.OutcomeRefused:
+			res.refused = append(res.refused, sr.Record)
+		case memory.OutcomeUnchanged:
+			res.unchanged = append(res.unchanged, sr.Record)
+		}
+	}
+	if err != nil && len(ev.Writes) == 0 {
+		return nil, err
+	}
+	ev.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
+	// Keep the event even when a later candidate failed: the earlier ones
+	// are committed and must stay traceable.
+	if perr := h.events.Put(ctx, ev); perr != nil {
+		h.log.Error("mem0 event not recorded", "event", ev.ID, "err", perr)
+		if err == nil {
+			err = perr
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func boundedPayload(b []byte) json.RawMessage {
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	if len(b) > maxPayloadBytes {
+		return json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(b)))
+	}
+	return json.RawMessage(b)
+}
