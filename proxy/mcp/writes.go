@@ -67,16 +67,22 @@ func (s *Server) submit(ctx context.Context, rep *report, actor memory.Actor, wh
 	return res, nil
 }
 
-// reasonOf is the first policy reason of a record, for the agent.
+// reasonOf lists the policy rules that fired for a record, for the agent:
+// a decision may carry several (the one that rejected or parked it among
+// low-risk ones), so all are named.
 func reasonOf(r *memory.Record) string {
-	if r.Decision == nil || len(r.Decision.Reasons) == 0 {
+	if r.Decision == nil {
 		return ""
 	}
-	msg := r.Decision.Reasons[0].Message
-	if rule := r.Decision.Reasons[0].Rule; rule != "" {
-		msg += " (rule " + rule + ")"
+	parts := make([]string, 0, len(r.Decision.Reasons))
+	for _, rs := range r.Decision.Reasons {
+		p := rs.Message
+		if rs.Rule != "" {
+			p += " (rule " + rs.Rule + ")"
+		}
+		parts = append(parts, p)
 	}
-	return msg
+	return strings.Join(parts, "; ")
 }
 
 func (rep *report) count(outcome string) int {
