@@ -3,6 +3,7 @@ package mem0
 import (
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
@@ -165,6 +166,10 @@ func TestAddRefusedSecretIsReportedNotStored(t *testing.T) {
 	}
 	if len(e.active()) != 0 {
 		t.Fatal("a refused write is not readable")
+	}
+	ev := e.call("GET", "/v1/event/"+ans["event_id"].(string)+"/", nil, http.StatusOK)
+	if strings.Contains(string(ev.raw), "hunter2") || ev.obj()["payload"].(map[string]any)["redacted"] != true {
+		t.Fatalf("the event must not keep a refused secret: %s", ev.raw)
 	}
 }
 

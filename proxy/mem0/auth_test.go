@@ -1,11 +1,14 @@
 package mem0
 
 import (
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 func TestAPIKeys(t *testing.T) {
@@ -72,5 +75,26 @@ func TestRoutesAnswerJSONWithAndWithoutTrailingSlash(t *testing.T) {
 	// Keys with surrounding spaces and empty entries are ignored.
 	if got := ParseAPIKeys(" a ,, b,"); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("ParseAPIKeys: %q", got)
+	}
+}
+
+// The Mem0 routes share the agent listener's mux with the native API.
+func TestRegistersBesideTheNativeAPI(t *testing.T) {
+	e := newEnv(t)
+	mux := http.NewServeMux()
+	(&proxy.Native{Gov: e.gov, Log: slog.New(slog.DiscardHandler)}).Register(mux)
+	e.h.Register(mux)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	for path, want := range map[string]int{"/api/v1/memories?subjectId=alice": http.StatusOK, "/v1/ping/": http.StatusOK,
+		"/memories?user_id=alice": http.StatusOK} {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
 	}
 }

@@ -72,6 +72,7 @@ func (c *clock) Now() time.Time {
 
 type env struct {
 	t     *testing.T
+	cls   memory.Classifier
 	dir   string
 	st    *store.Store
 	gov   *memory.Governor
@@ -82,10 +83,16 @@ type env struct {
 }
 
 // newEnv opens a store in a temp dir and serves a Handler over it on
-// loopback. with adjusts the handler's options.
+// loopback, deciding with testPolicy. with adjusts the handler's options.
 func newEnv(t *testing.T, with ...func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
+	return newPolicyEnv(t, memory.ClassifierFunc(testPolicy), with...)
+}
+
+// newPolicyEnv is newEnv deciding with cls.
+func newPolicyEnv(t *testing.T, cls memory.Classifier, with ...func(*Options)) *env {
+	t.Helper()
+	e := &env{t: t, cls: cls, dir: t.TempDir(), clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
 	for _, w := range with {
 		w(&e.opts)
 	}
@@ -106,7 +113,7 @@ func (e *env) open() {
 		e.t.Fatal(err)
 	}
 	e.st = st
-	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: e.clock.Now})
+	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now})
 	o := e.opts
 	o.Gov, o.Events, o.Now = e.gov, NewEventLog(st.DB()), e.clock.Now
 	e.h = New(o)

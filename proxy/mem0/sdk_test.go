@@ -36,70 +36,90 @@ func needSDK(t *testing.T) string {
 	return node
 }
 
-// TestMem0SDKCompatibility drives memgate with the real mem0ai npm SDK:
-// the latest release, and the version the OpenClaw plugin pins.
+// TestMem0SDKCompatibility drives memgate with the real mem0ai npm SDK
+// (the latest release, and the version the OpenClaw plugin pins), under
+// the test policy and under memgate's built-in default policy.
 func TestMem0SDKCompatibility(t *testing.T) {
 	node := needSDK(t)
-	for _, pkg := range []string{"mem0ai", "mem0ai-openclaw"} {
-		t.Run(pkg, func(t *testing.T) {
-			e := newEnv(t, func(o *Options) { o.APIKeys = []string{"test-key"} })
-			// The handler as the agent listener serves it, plus a test-only
-			// route standing in for the reviewer (never part of the product).
-			mux := http.NewServeMux()
-			e.h.Register(mux)
-			mux.HandleFunc("POST /__test__/approve", func(w http.ResponseWriter, r *http.Request) {
-				items, err := e.gov.Reviews(r.Context())
-				if err == nil {
-					for _, it := range items {
-						if _, err = e.gov.Approve(r.Context(), it.Record.ID, memory.Review{By: "reviewer", Route: "admin"}); err != nil {
-							break
-						}
-					}
-				}
-				if err != nil {
-					writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
-					return
-				}
-				writeJSON(w, http.StatusOK, map[string]int{"approved": len(items)})
+	policies := []struct {
+		name string
+		cls  func(*testing.T) memory.Classifier
+		// dropsChitChat: the policy refuses small talk from inferred adds.
+		dropsChitChat bool
+	}{
+		{"test-policy", func(*testing.T) memory.Classifier { return memory.ClassifierFunc(testPolicy) }, true},
+		{"default-policy", func(t *testing.T) memory.Classifier { return defaultPolicy(t) }, false},
+	}
+	for _, pol := range policies {
+		for _, pkg := range []string{"mem0ai", "mem0ai-openclaw"} {
+			t.Run(pol.name+"/"+pkg, func(t *testing.T) {
+				testSDK(t, node, pkg, pol.cls(t), pol.dropsChitChat)
 			})
-			srv := httptest.NewServer(mux)
-			defer srv.Close()
+		}
+	}
+}
 
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, "compat.mjs")
-			cmd.Dir = sdkDir
-			home := t.TempDir()
-			cmd.Env = append(os.Environ(), "MEMGATE_URL="+srv.URL, "MEMGATE_KEY=test-key", "MEM0_PACKAGE="+pkg,
-				"MEMGATE_APPROVE="+srv.URL+"/__test__/approve", "MEM0_TELEMETRY=false", "MEM0_DIR="+home, "HOME="+home)
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				t.Fatalf("compat.mjs with %s failed: %v\n%s", pkg, err, out)
-			}
-			if !strings.Contains(string(out), "all steps passed") {
-				t.Fatalf("compat.mjs did not finish:\n%s", out)
-			}
-			t.Logf("compat.mjs with %s:\n%s", pkg, out)
-
-			// What the SDK wrote went through the governor as the mem0 dialect.
-			var recs []*memory.Record
-			err = e.st.View(context.Background(), func(tx memory.ReadTx) error {
-				return tx.ScanByActor("actor", "alice", func(r *memory.Record) bool { recs = append(recs, r); return true })
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(recs) < 5 {
-				t.Fatalf("want the SDK's writes recorded for alice, got %d", len(recs))
-			}
-			for _, r := range recs {
-				if r.Actor.Dialect != Dialect || r.Actor.RemoteAddr != "127.0.0.1" || strings.Contains(r.Summary, "intruder") {
-					t.Fatalf("record %+v", r)
+// testSDK runs compat.mjs with one SDK package against a fresh memgate.
+func testSDK(t *testing.T, node, pkg string, cls memory.Classifier, dropsChitChat bool) {
+	e := newPolicyEnv(t, cls, func(o *Options) { o.APIKeys = []string{"test-key"} })
+	// The handler as the agent listener serves it, plus a test-only
+	// route standing in for the reviewer (never part of the product).
+	mux := http.NewServeMux()
+	e.h.Register(mux)
+	mux.HandleFunc("POST /__test__/approve", func(w http.ResponseWriter, r *http.Request) {
+		items, err := e.gov.Reviews(r.Context())
+		if err == nil {
+			for _, it := range items {
+				if _, err = e.gov.Approve(r.Context(), it.Record.ID, memory.Review{By: "reviewer", Route: "admin"}); err != nil {
+					break
 				}
 			}
-			if q := e.pending(); len(q) != 1 || q[0].Record.Op != memory.OpDelete {
-				t.Fatalf("the deletion of the policy waits for review, queue: %d", len(q))
-			}
-		})
+		}
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]int{"approved": len(items)})
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "compat.mjs")
+	cmd.Dir = sdkDir
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "MEMGATE_URL="+srv.URL, "MEMGATE_KEY=test-key", "MEM0_PACKAGE="+pkg,
+		"MEMGATE_APPROVE="+srv.URL+"/__test__/approve", "MEM0_TELEMETRY=false", "MEM0_DIR="+home, "HOME="+home)
+	if dropsChitChat {
+		cmd.Env = append(cmd.Env, "MEMGATE_DROPS_CHITCHAT=1")
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("compat.mjs with %s failed: %v\n%s", pkg, err, out)
+	}
+	if !strings.Contains(string(out), "all steps passed") {
+		t.Fatalf("compat.mjs did not finish:\n%s", out)
+	}
+	t.Logf("compat.mjs with %s:\n%s", pkg, out)
+
+	// What the SDK wrote went through the governor as the mem0 dialect.
+	var recs []*memory.Record
+	err = e.st.View(context.Background(), func(tx memory.ReadTx) error {
+		return tx.ScanByActor("actor", "alice", func(r *memory.Record) bool { recs = append(recs, r); return true })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) < 5 {
+		t.Fatalf("want the SDK's writes recorded for alice, got %d", len(recs))
+	}
+	for _, r := range recs {
+		if r.Actor.Dialect != Dialect || r.Actor.RemoteAddr != "127.0.0.1" || strings.Contains(r.Summary, "intruder") {
+			t.Fatalf("record %+v", r)
+		}
+	}
+	if q := e.pending(); len(q) != 1 || q[0].Record.Op != memory.OpDelete {
+		t.Fatalf("the deletion of the policy waits for review, queue: %d", len(q))
 	}
 }

@@ -112,6 +112,10 @@ func (h *Handler) write(ctx context.Context, typ string, cands []memory.Candidat
 	if err != nil && len(ev.Writes) == 0 {
 		return nil, err
 	}
+	if len(res.refused) > 0 {
+		// What policy refuses (a secret, say) is not kept in the event.
+		ev.Payload = json.RawMessage(`{"redacted":true,"reason":"policy refused part of this write"}`)
+	}
 	ev.LatencyMs = float64(time.Since(start).Microseconds()) / 1000
 	// Keep the event even when a later candidate failed: the earlier ones
 	// are committed and must stay traceable.
