@@ -55,10 +55,13 @@ type Metrics struct {
 
 	revisionMu sync.Mutex // orders Reset+Set of the revision gauge
 
+	policyErrorReason func(error) string
+
 	// Bounded label values for strings callers choose.
 	dialects        *labelValues
 	routes          *labelValues
 	rollbackReasons *labelValues
+	policyReasons   *labelValues
 	actions         *labelValues
 	risks           *labelValues
 	kinds           *labelValues
@@ -68,10 +71,23 @@ type Metrics struct {
 
 var _ memory.Observer = (*Metrics)(nil)
 
+// Option configures Metrics.
+type Option func(*Metrics)
+
+// WithPolicyErrorReason names the reason label of a failed policy
+// evaluation, e.g. with policy.ErrorReason (undefined, multiple_results,
+// malformed, timeout, canceled, eval_error). The default tells only
+// timeout, canceled and eval_error apart. Values are bounded like every
+// caller-chosen label.
+func WithPolicyErrorReason(reason func(error) string) Option {
+	return func(m *Metrics) { m.policyErrorReason = reason }
+}
+
 // New creates memgate's event metrics and registers them with reg. Go and
 // process collectors are the caller's to register.
-func New(reg prometheus.Registerer) (*Metrics, error) {
+func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	m := &Metrics{
+		policyErrorReason: defaultPolicyErrorReason,
 		writes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "writes_total",
 			Help: "Memory writes decided, by dialect, policy action and risk level."},
 			[]string{"dialect", "action", "risk"}),
@@ -95,7 +111,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		policyEval: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Subsystem: "policy", Name: "evaluation_duration_seconds",
 			Help: "Time one policy evaluation took, failed ones included.", Buckets: policyEvalBuckets}),
 		policyErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "policy", Name: "evaluation_errors_total",
-			Help: "Policy evaluations that failed, by reason (timeout, error, canceled); each failed write was parked."},
+			Help: "Policy evaluations that failed, by reason (timeout, canceled, eval_error, ...); each failed write was parked."},
 			[]string{"reason"}),
 		policyReloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Subsystem: "policy", Name: "reloads_total",
 			Help: "Policy loads and reloads by result; a failed reload keeps the previous policy."},
@@ -107,11 +123,15 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		dialects:        newLabelValues("unknown", 16, knownDialects...),
 		routes:          newLabelValues("unknown", 8, knownRoutes...),
 		rollbackReasons: newLabelValues(rollbackReasonUnset, 32),
+		policyReasons:   newLabelValues(policyErrEval, 8, policyErrTimeout, policyErrCanceled, policyErrEval),
 		actions:         newLabelValues("unknown", 0, knownActions...),
 		risks:           newLabelValues("unknown", 0, knownRisks...),
 		kinds:           newLabelValues("unknown", 0, knownConflictKinds...),
 		scopes:          newLabelValues("unknown", 0, knownScopes...),
 		outcomes:        newLabelValues("unknown", 0, knownOutcomes...),
+	}
+	for _, o := range opts {
+		o(m)
 	}
 	for _, c := range []prometheus.Collector{m.writes, m.conflicts, m.rollbacks, m.rolledBackRecords, m.staleApprovals,
 		m.reviewDecisions, m.reviewWait, m.policyEval, m.policyErrors, m.policyReloads, m.policyRevision} {

@@ -8,11 +8,12 @@ import (
 	"github.com/memgate/memgate/memory"
 )
 
-// Policy error reasons and reload results: fixed sets, so alerts can name them.
+// Policy error reasons (the names package policy's ErrorReason uses) and
+// reload results, so alerts can name them.
 const (
-	policyErrTimeout  = "timeout"  // the evaluation ran past its deadline
-	policyErrCanceled = "canceled" // the caller went away
-	policyErrEval     = "error"    // the policy failed or returned a malformed decision
+	policyErrTimeout  = "timeout"    // the evaluation ran past its deadline
+	policyErrCanceled = "canceled"   // the caller went away
+	policyErrEval     = "eval_error" // the policy failed
 	reloadSuccess     = "success"
 	reloadFailure     = "failure"
 )
@@ -24,11 +25,13 @@ const (
 func (m *Metrics) PolicyEvaluated(took time.Duration, err error) {
 	m.policyEval.Observe(max(took, 0).Seconds())
 	if err != nil {
-		m.policyErrors.WithLabelValues(policyErrorReason(err)).Inc()
+		m.policyErrors.WithLabelValues(m.policyReasons.value(m.policyErrorReason(err))).Inc()
 	}
 }
 
-func policyErrorReason(err error) string {
+// defaultPolicyErrorReason tells timeouts and cancellations from other
+// failures; WithPolicyErrorReason can name failures more finely.
+func defaultPolicyErrorReason(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return policyErrTimeout

@@ -3,11 +3,15 @@ package metrics_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/metrics"
 )
 
 // countingPolicy counts the evaluations it answers.
@@ -39,7 +43,7 @@ func TestEveryPolicyEvaluationIsTimed(t *testing.T) {
 		t.Fatalf("latency sum %v, want > 0", h.GetSampleSum())
 	}
 	e.want([]series{
-		{"memgate_policy_evaluation_errors_total", []string{"reason", "error"}, 0},
+		{"memgate_policy_evaluation_errors_total", []string{"reason", "eval_error"}, 0},
 		{"memgate_policy_evaluation_errors_total", []string{"reason", "timeout"}, 0},
 	})
 }
@@ -54,7 +58,7 @@ func TestPolicyFailuresAreCountedAndParked(t *testing.T) {
 	}{
 		{"policy error", func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
 			return memory.Decision{}, errors.New("rego: undefined decision")
-		}, "error"},
+		}, "eval_error"},
 		{"policy timeout", func(ctx context.Context, _ *memory.PolicyInput) (memory.Decision, error) {
 			<-ctx.Done()
 			return memory.Decision{}, ctx.Err()
@@ -123,5 +127,32 @@ func TestPolicyRevisionFollowsReloads(t *testing.T) {
 			{"memgate_policy_reloads_total", []string{"result", "success"}, s.success},
 			{"memgate_policy_reloads_total", []string{"result", "failure"}, s.failure},
 		})
+	}
+}
+
+var errUndefined = errors.New("policy: undefined decision")
+
+// TestPolicyErrorReasonsCanBeNamedFinely: with the policy engine's own
+// classification, reasons are its names; anything unknown stays bounded.
+func TestPolicyErrorReasonsCanBeNamedFinely(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg, metrics.WithPolicyErrorReason(func(err error) string {
+		if errors.Is(err, errUndefined) {
+			return "undefined"
+		}
+		return err.Error() // a careless classifier: prose must not become labels
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.PolicyEvaluated(time.Microsecond, fmt.Errorf("eval: %w", errUndefined))
+	for i := range 100 {
+		m.PolicyEvaluated(time.Microsecond, fmt.Errorf("rego error number %d", i))
+	}
+	if v, ok := seriesValue(t, reg, "memgate_policy_evaluation_errors_total", "reason", "undefined"); !ok || v != 1 {
+		t.Fatalf("errors{reason=undefined} = %v (exported %v), want 1", v, ok)
+	}
+	if v, ok := seriesValue(t, reg, "memgate_policy_evaluation_errors_total", "reason", "other"); !ok || v != 100 {
+		t.Fatalf("errors{reason=other} = %v (exported %v), want 100", v, ok)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -99,7 +100,7 @@ func Bridge(ctx context.Context, o BridgeOptions, stdin io.Reader, stdout io.Wri
 		}
 		instr = info.Instructions
 	}
-	srv := mcp.NewServer(impl, &mcp.ServerOptions{Instructions: instr, Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{}})
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{Instructions: instr, Logger: sdkLogger(o.Logger), Capabilities: &mcp.ServerCapabilities{}})
 	for _, t := range tools {
 		srv.AddTool(t, up.forward(t.Name))
 	}
@@ -141,7 +142,7 @@ type upstream struct {
 
 func newUpstream(ep string, o BridgeOptions) *upstream {
 	u := &upstream{endpoint: ep,
-		client: mcp.NewClient(&mcp.Implementation{Name: "memgate-bridge", Version: o.Version}, &mcp.ClientOptions{Logger: o.Logger})}
+		client: mcp.NewClient(&mcp.Implementation{Name: "memgate-bridge", Version: o.Version}, &mcp.ClientOptions{Logger: sdkLogger(o.Logger)})}
 	base := http.DefaultTransport
 	if o.HTTPClient != nil {
 		if o.HTTPClient.Transport != nil {
@@ -265,6 +266,10 @@ func unreachable(err error) *mcp.CallToolResult {
 // rootCause strips the SDK's layers of context down to the network error,
 // which is what a person needs to read ("connection refused").
 func rootCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return op
+	}
 	for {
 		next := errors.Unwrap(err)
 		if next == nil {

@@ -62,11 +62,11 @@ func NewServer(gov *memory.Governor, o Options) *Server {
 	s := &Server{gov: gov, log: o.Logger, defaultUser: o.DefaultUserID}
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "memgate", Title: "memgate governed memory", Version: o.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: o.Logger, Capabilities: &mcp.ServerCapabilities{}})
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(o.Logger), Capabilities: &mcp.ServerCapabilities{}})
 	s.addGraphTools()
 	s.addMem0Tools()
 	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{Logger: o.Logger, SessionTimeout: o.SessionTimeout,
+		&mcp.StreamableHTTPOptions{Logger: sdkLogger(o.Logger), SessionTimeout: o.SessionTimeout,
 			MaxRequestBodyBytes: proxy.MaxBodyBytes})
 	s.http = s.untilClosed(withRemoteAddr(stream))
 	return s
@@ -107,3 +107,16 @@ func (s *Server) untilClosed(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
+
+// sdkLogger passes on only the SDK's warnings and errors: it logs every
+// session's start at info level, which is noise on an agent's listener.
+func sdkLogger(l *slog.Logger) *slog.Logger { return slog.New(warnAndUp{l.Handler()}) }
+
+type warnAndUp struct{ slog.Handler }
+
+func (h warnAndUp) Enabled(ctx context.Context, lv slog.Level) bool {
+	return lv >= slog.LevelWarn && h.Handler.Enabled(ctx, lv)
+}
+
+func (h warnAndUp) WithAttrs(a []slog.Attr) slog.Handler { return warnAndUp{h.Handler.WithAttrs(a)} }
+func (h warnAndUp) WithGroup(n string) slog.Handler      { return warnAndUp{h.Handler.WithGroup(n)} }

@@ -1,0 +1,47 @@
+# Helpers for the default policy's tests: inputs shaped like the sidecar's.
+# text_norm is written out as the sidecar would compute it; text_features is
+# left out, so the policy computes the features itself from its data.
+package memgate_test
+
+base_candidate := {
+	"id": "01JTEST0000000000000000001",
+	"slotId": "slot_test",
+	"op": "write",
+	"layer": "",
+	"subjectId": "user-1",
+	"summary": "",
+	"status": "pending_review",
+	"candidateSource": "user-explicit",
+	"actor": {"agentId": "agent-1"},
+	"scope": {"userId": "user-1"},
+	"evidence": {},
+	"createdAt": "2026-12-02T10:00:00Z",
+	"text_norm": " ",
+}
+
+# write(fields) is a write of a candidate with fields set, on an empty slot.
+write(fields) := {
+	"op": "write",
+	"candidate": object.union(base_candidate, fields),
+	"current": null,
+	"pending": [],
+	"actor": {"agentId": "agent-1"},
+	"dialect": "native",
+}
+
+# text(summary, norm) is a free-text (Mem0-style) write.
+text(summary, norm) := write({"summary": summary, "text_norm": norm})
+
+# active(fields) is a record that is the slot's active version.
+active(fields) := object.union(base_candidate, object.union({"id": "01JTEST0000000000000000000", "status": "active"}, fields))
+
+# with_current(inp, rec) and with_pending(inp, recs) add slot state to an input.
+with_current(inp, rec) := object.union(inp, {"current": rec})
+
+with_pending(inp, recs) := object.union(inp, {"pending": recs})
+
+inferred(inp) := object.union(inp, {"candidate": object.union(inp.candidate, {"candidateSource": "model-inference"})})
+
+deletion(fields) := object.union(write(fields), {"op": "delete"})
+
+rules(d) := {r.rule | some r in d.reasons}
