@@ -53,8 +53,8 @@ func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, err
 		if len(out) >= p.topK {
 			break
 		}
-		if rel[i] < p.threshold || (p.threshold > 0 && rel[i] == 0) {
-			continue
+		if rel[i] < p.threshold {
+			continue // with a threshold above 0 this drops every doc sharing no term
 		}
 		m := toMemory(kept[i])
 		score := rel[i]
