@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
+	"github.com/memgate/memgate/snapshot"
+	"github.com/memgate/memgate/store"
+)
+
+// The CLI against a real admin API on loopback, over a real Badger store.
+
+func cliFixture(t *testing.T) (*memory.Governor, string) {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cls := memory.ClassifierFunc(func(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+		if in.Candidate.Layer == memory.LayerPolicy || in.Current != nil {
+			return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{"strategy"},
+				Reasons: []memory.Reason{{Rule: "strategy.publish", Message: "auto-publish needs a human"}}, Affects: []string{"release pipeline"}}, nil
+		}
+		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+	})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: cls})
+	mux := http.NewServeMux()
+	(&proxy.Admin{Gov: gov, Log: slog.New(slog.DiscardHandler), Token: "tok",
+		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) }}).Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return gov, srv.URL
+}
+
+// runCLI runs the CLI with the admin flags placed after the subcommand
+// words (the leading words that are not flags or ids).
+func runCLI(t *testing.T, url string, args ...string) (string, error) {
+	t.Helper()
+	n := 1
+	if args[0] == "review" || args[0] == "snapshot" {
+		n = 2
+	}
+	full := append(append(append([]string{}, args[:n]...), "--admin-url", url, "--admin-token", "tok"), args[n:]...)
+	var out bytes.Buffer
+	err := run(context.Background(), full, strings.NewReader(""), &out, &out)
+	return out.String(), err
+}
+
+func TestCLIReviewFlow(t *testing.T) {
+	gov, url := cliFixture(t)
+	ctx := context.Background()
+	v1, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerState, SubjectID: "project-alpha", FactType: "stage", Summary: "beta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerState, SubjectID: "project-alpha", FactType: "stage", Summary: "项目 alpha 已上线",
+		Actor: memory.Actor{AgentID: "agent-7", RunID: "run-9"}, Evidence: memory.Evidence{Excerpt: "用户说：已经上线了"}})
+	if err != nil || parked.Outcome != memory.OutcomeParked {
+		t.Fatalf("%v %v", parked, err)
+	}
+	id := parked.Record.ID
+
+	out, err := runCLI(t, url, "review", "list")
+	if err != nil || !strings.Contains(out, id) || !strings.Contains(out, "项目 alpha 已上线") || !strings.Contains(out, "beta") {
+		t.Fatalf("review list: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, url, "review", "list", "--json")
+	var body struct{ Reviews []memory.ReviewItem }
+	if err != nil || json.Unmarshal([]byte(out), &body) != nil || len(body.Reviews) != 1 {
+		t.Fatalf("review list --json: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, url, "review", "show", id)
+	if err != nil || !strings.Contains(out, "Would replace:") || !strings.Contains(out, v1.Record.ID) {
+		t.Fatalf("review show: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, url, "review", "approve", "--note", "confirmed", id)
+	if err != nil || !strings.Contains(out, "is now active") {
+		t.Fatalf("review approve: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, url, "review", "approve", id); err == nil || !strings.Contains(err.Error(), "already_decided") {
+		t.Fatalf("second approve: %v", err)
+	}
+	out, err = runCLI(t, url, "explain", id)
+	for _, want := range []string{"agent agent-7", "run run-9", "用户说：已经上线了", "release pipeline", "rp_" + id, "strategy.publish", "approved by cli via cli"} {
+		if err != nil || !strings.Contains(out, want) {
+			t.Fatalf("explain lacks %q: %v\n%s", want, err, out)
+		}
+	}
+	out, err = runCLI(t, url, "history", id)
+	if err != nil || !strings.Contains(out, "superseded") || !strings.Contains(out, "active") {
+		t.Fatalf("history: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, url, "rollback", "--reason", "premature", id)
+	if err != nil || !strings.Contains(out, "rolled back "+id) || !strings.Contains(out, v1.Record.ID) {
+		t.Fatalf("rollback: %v\n%s", err, out)
+	}
+	out, err = runCLI(t, url, "quarantine", "--run", "run-9", "--reason", "bad run", "--json")
+	if err != nil || !strings.Contains(out, `"rolledBack"`) {
+		t.Fatalf("quarantine: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, url, "quarantine", "--reason", "x"); err == nil {
+		t.Fatal("quarantine without --run or --actor succeeded")
+	}
+	out, err = runCLI(t, url, "restore", "--subject", "project-alpha", "--at", "2020-01-01T00:00:00Z", "--reason", "reset")
+	if err != nil || !strings.Contains(out, "rolled back 1") {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	backup := filepath.Join(t.TempDir(), "memgate.backup")
+	if out, err := runCLI(t, url, "snapshot", "save", backup); err != nil || !strings.Contains(out, "wrote") {
+		t.Fatalf("snapshot save: %v\n%s", err, out)
+	}
+	restored := t.TempDir()
+	var out2 bytes.Buffer
+	if err := run(ctx, []string{"snapshot", "load", "--data-dir", restored, backup}, strings.NewReader(""), &out2, &out2); err != nil {
+		t.Fatalf("snapshot load: %v\n%s", err, out2.String())
+	}
+	st2, err := store.Open(store.Options{Dir: filepath.Join(restored, "db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st2.Close()
+	hist, err := memory.NewGovernor(memory.Options{Store: st2, Classifier: memory.ClassifierFunc(nil)}).History(ctx, parked.Record.SlotID)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("restored history: %d versions, %v", len(hist), err)
+	}
+	if _, err := runCLI(t, url, "explain", "nope"); err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Fatalf("explain of an unknown id: %v", err)
+	}
+}
+
+func TestCLIWithoutTokenExplains(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"review", "list", "--data-dir", t.TempDir()}, strings.NewReader(""), &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "MEMGATE_ADMIN_TOKEN") {
+		t.Fatalf("want an error naming MEMGATE_ADMIN_TOKEN, got %v", err)
+	}
+}

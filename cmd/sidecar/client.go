@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// cliEnv is what every admin subcommand shares.
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// clientFlags are the flags of every subcommand that talks to the admin API.
+type clientFlags struct {
+	admin   string
+	token   string
+	dataDir string
+	json    bool
+	timeout time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.admin, "admin-url", "http://127.0.0.1:7601", "base URL of the sidecar's admin listener")
+	fs.StringVar(&c.token, "admin-token", "", "admin token (default: MEMGATE_ADMIN_TOKEN, else <data-dir>/admin.token)")
+	fs.StringVar(&c.dataDir, "data-dir", "memgate-data", "data directory holding a generated admin token")
+	fs.BoolVar(&c.json, "json", false, "print the API's JSON answer instead of text")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound on the admin call")
+}
+
+func (c *clientFlags) resolveToken() (string, error) {
+	if c.token != "" {
+		return c.token, nil
+	}
+	path := filepath.Join(c.dataDir, tokenFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("no admin token: set MEMGATE_ADMIN_TOKEN or --admin-token, or run next to the sidecar's data directory (%s: %v)", path, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// apiError is the admin API's JSON error.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *apiError) Error() string {
+	return fmt.Sprintf("%s (HTTP %d): %s", e.Code, e.Status, e.Message)
+}
+
+// call sends one admin request and decodes the JSON answer into out (a
+// *json.RawMessage keeps it raw).
+func (c *clientFlags) call(ctx context.Context, method, path string, body, out any) error {
+	token, err := c.resolveToken()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.admin, "/")+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Memgate-Route", "cli")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API at %s: %w (is the sidecar running?)", c.admin, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("reading the admin answer: %w", err)
+	}
+	if resp.StatusCode >= 300 {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
+			return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		}
+		return &apiError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
+	}
+	if raw, ok := out.(*json.RawMessage); ok {
+		*raw = data
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("decoding the admin answer: %w", err)
+	}
+	return nil
+}
+
+// show prints the raw JSON when --json is set, else the text rendering.
+func (c *clientFlags) show(w io.Writer, raw json.RawMessage, text func(io.Writer) error) error {
+	if c.json {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, raw, "", "  "); err != nil {
+			return err
+		}
+		buf.WriteByte('\n')
+		_, err := w.Write(buf.Bytes())
+		return err
+	}
+	return text(w)
+}

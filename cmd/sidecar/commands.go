@@ -1,0 +1,360 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
+)
+
+// adminCommand builds a subcommand that calls the admin API; exec gets the
+// parsed client flags and the positional arguments.
+func adminCommand(cl *cliEnv, name, usage, help string, extra func(*flag.FlagSet),
+	exec func(ctx context.Context, c *clientFlags, args []string) error) *ffcli.Command {
+	var c clientFlags
+	fs := flag.NewFlagSet("sidecar "+name, flag.ContinueOnError)
+	fs.SetOutput(cl.stderr)
+	c.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	return &ffcli.Command{
+		Name: strings.Fields(name)[len(strings.Fields(name))-1], ShortUsage: "sidecar " + usage, ShortHelp: help,
+		FlagSet: fs, Options: envOptions,
+		Exec: func(ctx context.Context, args []string) error { return exec(ctx, &c, args) },
+	}
+}
+
+func oneID(args []string, what string) (string, error) {
+	if len(args) != 1 {
+		return "", fmt.Errorf("want exactly one %s, got %d arguments", what, len(args))
+	}
+	return url.PathEscape(args[0]), nil
+}
+
+func reviewCommand(cl *cliEnv) *ffcli.Command {
+	list := adminCommand(cl, "review list", "review list [--json]", "list parked writes, oldest first", nil,
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			var raw json.RawMessage
+			if err := c.call(ctx, "GET", "/admin/v1/reviews", nil, &raw); err != nil {
+				return err
+			}
+			return c.show(cl.stdout, raw, func(w io.Writer) error {
+				var body struct{ Reviews []memory.ReviewItem }
+				if err := json.Unmarshal(raw, &body); err != nil {
+					return err
+				}
+				if len(body.Reviews) == 0 {
+					fmt.Fprintln(w, "No writes wait for review.")
+					return nil
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tWAITING\tRISK\tLAYER\tSLOT\tNEW\tCURRENT")
+				for _, it := range body.Reviews {
+					r := it.Record
+					cur := "(empty)"
+					if it.Current != nil {
+						cur = clip(it.Current.Summary, 40)
+					}
+					flags := ""
+					if it.Stale {
+						flags = " [stale]"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, it.Waiting, r.RiskLevel, r.Layer,
+						slotName(r), clip(r.Summary, 40)+flags, cur)
+				}
+				return tw.Flush()
+			})
+		})
+	show := adminCommand(cl, "review show", "review show <id> [--json]", "show a parked write and what it would replace", nil,
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			id, err := oneID(args, "review id")
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := c.call(ctx, "GET", "/admin/v1/reviews/"+id, nil, &raw); err != nil {
+				return err
+			}
+			return c.show(cl.stdout, raw, func(w io.Writer) error {
+				var it memory.ReviewItem
+				if err := json.Unmarshal(raw, &it); err != nil {
+					return err
+				}
+				printRecord(w, it.Record)
+				fmt.Fprintf(w, "Would replace:  %s\n", describeOrEmpty(it.Current))
+				if it.Stale {
+					fmt.Fprintln(w, "Stale:          the slot changed since this write was parked")
+				}
+				if len(it.Conflicting) > 0 {
+					fmt.Fprintf(w, "Conflicts with: %s (other pending writes to the slot)\n", strings.Join(it.Conflicting, ", "))
+				}
+				return nil
+			})
+		})
+	var mode, note, by string
+	approve := adminCommand(cl, "review approve", "review approve [--mode override|append] [--note text] <id>",
+		"approve a parked write (compare-and-swap against the version it meant to replace)",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&mode, "mode", "override", "override (replace the active version) or append (a slot of its own)")
+			fs.StringVar(&note, "note", "", "note recorded with the decision")
+			fs.StringVar(&by, "by", "", "reviewer name recorded with the decision (default: cli)")
+		},
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			return decide(ctx, cl, c, args, "approve", proxy.DecisionRequest{Mode: memory.ReviewMode(mode), Note: note, By: orDefault(by, "cli")})
+		})
+	var reason, rby string
+	reject := adminCommand(cl, "review reject", "review reject [--reason text] <id>", "reject a parked write",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&reason, "reason", "", "why it was rejected")
+			fs.StringVar(&rby, "by", "", "reviewer name recorded with the decision (default: cli)")
+		},
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			return decide(ctx, cl, c, args, "reject", proxy.DecisionRequest{Reason: reason, By: orDefault(rby, "cli")})
+		})
+	return &ffcli.Command{
+		Name: "review", ShortUsage: "sidecar review list|show|approve|reject", ShortHelp: "work the review queue",
+		Subcommands: []*ffcli.Command{list, show, approve, reject},
+		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
+	}
+}
+
+func decide(ctx context.Context, cl *cliEnv, c *clientFlags, args []string, verb string, req proxy.DecisionRequest) error {
+	id, err := oneID(args, "review id")
+	if err != nil {
+		return err
+	}
+	var raw json.RawMessage
+	if err := c.call(ctx, "POST", "/admin/v1/reviews/"+id+"/"+verb, req, &raw); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.Code == memory.ESTALE {
+			return fmt.Errorf("%w\nRun `sidecar review show %s` to see the slot's current version, then decide again", err, args[0])
+		}
+		return err
+	}
+	return c.show(cl.stdout, raw, func(w io.Writer) error {
+		var r memory.Record
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: %s is now %s\n", verb, r.ID, r.Status)
+		return nil
+	})
+}
+
+func explainCommand(cl *cliEnv) *ffcli.Command {
+	return adminCommand(cl, "explain", "explain <id> [--json]", "why is this memory active: who, what it replaced, evidence, affects, rollback point", nil,
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			id, err := oneID(args, "memory id")
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := c.call(ctx, "GET", "/admin/v1/memories/"+id+"/explain", nil, &raw); err != nil {
+				return err
+			}
+			return c.show(cl.stdout, raw, func(w io.Writer) error {
+				var ex memory.Explanation
+				if err := json.Unmarshal(raw, &ex); err != nil {
+					return err
+				}
+				printRecord(w, ex.Record)
+				fmt.Fprintf(w, "Who:            %s\n", describeActor(ex.Who))
+				fmt.Fprintf(w, "Replaced:       %s\n", describeOrEmpty(ex.Replaced))
+				fmt.Fprintf(w, "Evidence:       %s\n", orDefault(strings.TrimSpace(ex.Evidence.Excerpt+" "+ex.Evidence.SourceRef), "(none given)"))
+				fmt.Fprintf(w, "Affects:        %s\n", orDefault(strings.Join(ex.Affects, ", "), "(nothing named)"))
+				if ex.RollbackPoint != nil {
+					fmt.Fprintf(w, "Rollback point: %s (restores %s)\n", ex.RollbackPoint.ID, orDefault(ex.RollbackPoint.Replaced, "an empty slot"))
+				} else {
+					fmt.Fprintln(w, "Rollback point: none (never applied)")
+				}
+				for _, r := range ex.Rules {
+					fmt.Fprintf(w, "Rule:           %s: %s\n", r.Rule, r.Message)
+				}
+				if ex.Review != nil {
+					fmt.Fprintf(w, "Review:         %s by %s via %s at %s %s\n", ex.Review.Outcome, ex.Review.By, ex.Review.Route,
+						ex.Review.At.Format(time.RFC3339), ex.Review.Note)
+				}
+				if ex.SupersededBy != nil {
+					fmt.Fprintf(w, "Superseded by:  %s\n", describeOrEmpty(ex.SupersededBy))
+				}
+				for _, ev := range ex.Events {
+					fmt.Fprintf(w, "  %s  %-11s %s %s\n", ev.At.Format(time.RFC3339), ev.Type, ev.By, ev.Reason)
+				}
+				return nil
+			})
+		})
+}
+
+func historyCommand(cl *cliEnv) *ffcli.Command {
+	return adminCommand(cl, "history", "history <memory-or-record-id> [--json]", "list every version of a memory's slot", nil,
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			id, err := oneID(args, "memory id")
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := c.call(ctx, "GET", "/admin/v1/memories/"+id+"/history", nil, &raw); err != nil {
+				return err
+			}
+			return c.show(cl.stdout, raw, func(w io.Writer) error {
+				var body struct {
+					SlotID   string
+					Versions []*memory.Record
+				}
+				if err := json.Unmarshal(raw, &body); err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tSUMMARY")
+				for _, r := range body.Versions {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Status, r.CreatedAt.Format(time.RFC3339), clip(r.Summary, 60))
+				}
+				return tw.Flush()
+			})
+		})
+}
+
+func rollbackCommand(cl *cliEnv) *ffcli.Command {
+	var cascade bool
+	var reason string
+	return adminCommand(cl, "rollback", "rollback [--cascade] --reason text <id>", "undo a memory: its slot returns to its rollback point",
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&cascade, "cascade", false, "also undo every later version of the slot, newest first")
+			fs.StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+		},
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			id, err := oneID(args, "memory id")
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := c.call(ctx, "POST", "/admin/v1/memories/"+id+"/rollback", proxy.RollbackRequest{Cascade: cascade, Reason: reason, By: "cli"}, &raw); err != nil {
+				return err
+			}
+			return c.show(cl.stdout, raw, func(w io.Writer) error {
+				var res memory.RollbackResult
+				if err := json.Unmarshal(raw, &res); err != nil {
+					return err
+				}
+				for _, r := range res.RolledBack {
+					fmt.Fprintf(w, "rolled back %s (%s)\n", r.ID, clip(r.Summary, 60))
+				}
+				fmt.Fprintf(w, "active now: %s\n", describeOrEmpty(res.Restored))
+				return nil
+			})
+		})
+}
+
+func quarantineCommand(cl *cliEnv) *ffcli.Command {
+	var run, actor, reason string
+	return adminCommand(cl, "quarantine", "quarantine --run ID | --actor ID --reason text", "undo everything one run/session or actor wrote",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&run, "run", "", "run or session id")
+			fs.StringVar(&actor, "actor", "", "agent or user id")
+			fs.StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+		},
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			if len(args) > 0 || (run == "") == (actor == "") {
+				return errors.New("give exactly one of --run or --actor")
+			}
+			return bulk(ctx, cl, c, "/admin/v1/quarantine", proxy.QuarantineRequest{RunID: run, ActorID: actor, Reason: reason, By: "cli"})
+		})
+}
+
+func restoreCommand(cl *cliEnv) *ffcli.Command {
+	var subject, at, reason string
+	return adminCommand(cl, "restore", "restore --subject ID --at RFC3339 --reason text", "return a subject's facts to what they were at a time",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&subject, "subject", "", "subject id")
+			fs.StringVar(&at, "at", "", "point in time, RFC 3339 (e.g. 2026-12-02T10:00:00Z)")
+			fs.StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+		},
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			t, err := time.Parse(time.RFC3339, at)
+			if err != nil || subject == "" || len(args) > 0 {
+				return fmt.Errorf("give --subject and --at as RFC 3339 time (%v)", err)
+			}
+			return bulk(ctx, cl, c, "/admin/v1/restore", proxy.RestoreRequest{SubjectID: subject, At: t, Reason: reason, By: "cli"})
+		})
+}
+
+func bulk(ctx context.Context, cl *cliEnv, c *clientFlags, path string, req any) error {
+	var raw json.RawMessage
+	if err := c.call(ctx, "POST", path, req, &raw); err != nil {
+		return err
+	}
+	return c.show(cl.stdout, raw, func(w io.Writer) error {
+		var res memory.BulkResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "rolled back %d, retracted %d, rejected %d pending\n", len(res.RolledBack), len(res.Retracted), len(res.Rejected))
+		return nil
+	})
+}
+
+func printRecord(w io.Writer, r *memory.Record) {
+	if r == nil {
+		return
+	}
+	fmt.Fprintf(w, "Memory:         %s (%s)\n", r.ID, r.Status)
+	fmt.Fprintf(w, "Slot:           %s  %s\n", r.SlotID, slotName(r))
+	fmt.Fprintf(w, "Layer:          %s   risk %s  %s\n", r.Layer, orDefault(string(r.RiskLevel), "-"), strings.Join(r.Categories, ","))
+	fmt.Fprintf(w, "Summary:        %s\n", r.Summary)
+	if len(r.Value) > 0 {
+		fmt.Fprintf(w, "Value:          %s\n", r.Value)
+	}
+	fmt.Fprintf(w, "Source:         %s, created %s\n", r.CandidateSource, r.CreatedAt.Format(time.RFC3339))
+}
+
+func slotName(r *memory.Record) string {
+	if r.FactType == "" {
+		return r.SubjectID
+	}
+	return r.SubjectID + "/" + r.FactType
+}
+
+func describeOrEmpty(r *memory.Record) string {
+	if r == nil {
+		return "(nothing: the slot was empty)"
+	}
+	return fmt.Sprintf("%s %q (%s)", r.ID, clip(r.Summary, 80), r.Status)
+}
+
+func describeActor(a memory.Actor) string {
+	var parts []string
+	for _, p := range [][2]string{{"agent", a.AgentID}, {"user", a.UserID}, {"run", a.RunID}, {"session", a.SessionID},
+		{"via", a.Dialect}, {"from", a.RemoteAddr}, {"client", a.Client}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
+	return orDefault(strings.Join(parts, ", "), "(unknown)")
+}
+
+func clip(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,275 @@
+package main
+
+// Process-level tests: the real binary, on a temporary data directory,
+// driven over real HTTP on loopback, killed with SIGKILL and restarted.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// sidecarBinary builds cmd/sidecar once per test run.
+func sidecarBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "memgate-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "sidecar")
+		out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proc is one running sidecar process.
+type proc struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	agent  string
+	admin  string
+	token  string
+	logs   *bytes.Buffer
+	waited chan struct{}
+}
+
+const testToken = "test-admin-token"
+
+func startSidecar(t *testing.T, dataDir string, extraEnv ...string) *proc {
+	t.Helper()
+	p := &proc{t: t, agent: "http://" + freeAddr(t), admin: "http://" + freeAddr(t), token: testToken,
+		logs: &bytes.Buffer{}, waited: make(chan struct{})}
+	p.cmd = exec.Command(sidecarBinary(t), "--data-dir", dataDir,
+		"--listen", strings.TrimPrefix(p.agent, "http://"), "--admin-listen", strings.TrimPrefix(p.admin, "http://"))
+	p.cmd.Env = append(os.Environ(), append([]string{"MEMGATE_ADMIN_TOKEN=" + testToken}, extraEnv...)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.waited) }()
+	t.Cleanup(p.kill)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(p.admin + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		select {
+		case <-p.waited:
+			t.Fatalf("sidecar exited before ready:\n%s", p.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sidecar not ready after 30s:\n%s", p.logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill sends SIGKILL: no shutdown hook runs, as in a crash.
+func (p *proc) kill() {
+	if p.cmd.Process != nil {
+		p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.waited
+	}
+}
+
+// do sends a JSON request and decodes the JSON answer; it returns the status.
+func (p *proc) do(method, url string, body any, out any) int {
+	p.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if strings.HasPrefix(url, p.admin) {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			p.t.Fatalf("%s %s: decoding %q: %v", method, url, data, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+type wireRecord struct {
+	ID           string `json:"id"`
+	SlotID       string `json:"slotId"`
+	Status       string `json:"status"`
+	Summary      string `json:"summary"`
+	ExpectedHead string `json:"expectedHead"`
+	Review       *struct {
+		Outcome string `json:"outcome"`
+		By      string `json:"by"`
+	} `json:"review"`
+}
+
+func TestRestartAfterSIGKILLKeepsEverythingAcknowledged(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dataDir := t.TempDir()
+	p := startSidecar(t, dataDir)
+
+	type ack struct {
+		id, status string
+	}
+	var acked []ack
+	// Task checkpoints apply at once (201); strategy constraints park (202).
+	for i := range 20 {
+		var r wireRecord
+		code := p.do("POST", p.agent+"/api/v1/memories", map[string]any{
+			"layer": "checkpoint", "subjectId": "task-7", "factType": fmt.Sprintf("step.%d", i),
+			"summary": fmt.Sprintf("step %d of the migration is done", i),
+			"actor":   map[string]string{"agentId": "agent-1", "runId": "run-1"},
+		}, &r)
+		if code != http.StatusCreated || r.Status != "active" {
+			t.Fatalf("checkpoint write: %d %+v", code, r)
+		}
+		acked = append(acked, ack{r.ID, "active"})
+	}
+	var parked []wireRecord
+	for _, s := range []string{"auto-publish is disabled for project alpha", "deploys to production need manual confirmation", "only the data team may modify the billing tables"} {
+		var r wireRecord
+		code := p.do("POST", p.agent+"/api/v1/memories", map[string]any{
+			"layer": "policy", "subjectId": "project-alpha", "summary": s,
+			"actor": map[string]string{"agentId": "agent-1", "runId": "run-1"},
+		}, &r)
+		if code != http.StatusAccepted || r.Status != "pending_review" {
+			t.Fatalf("policy write: %d %+v\n%s", code, r, p.logs)
+		}
+		parked = append(parked, r)
+	}
+	var approved, rejected wireRecord
+	if code := p.do("POST", p.admin+"/admin/v1/reviews/"+parked[0].ID+"/approve", map[string]string{"note": "ok"}, &approved); code != 200 || approved.Status != "active" {
+		t.Fatalf("approve: %d %+v", code, approved)
+	}
+	if code := p.do("POST", p.admin+"/admin/v1/reviews/"+parked[1].ID+"/reject", map[string]string{"reason": "no"}, &rejected); code != 200 || rejected.Status != "rejected" {
+		t.Fatalf("reject: %d %+v", code, rejected)
+	}
+	acked = append(acked, ack{parked[0].ID, "active"}, ack{parked[1].ID, "rejected"}, ack{parked[2].ID, "pending_review"})
+
+	p.kill()
+	p = startSidecar(t, dataDir)
+
+	for _, a := range acked {
+		var r wireRecord
+		if code := p.do("GET", p.agent+"/api/v1/memories/"+a.id, nil, &r); code != 200 || r.Status != a.status {
+			t.Fatalf("after SIGKILL and restart %s is %d %q, want %q", a.id, code, r.Status, a.status)
+		}
+	}
+	var q struct {
+		Reviews []struct{ Record wireRecord } `json:"reviews"`
+	}
+	p.do("GET", p.admin+"/admin/v1/reviews", nil, &q)
+	if len(q.Reviews) != 1 || q.Reviews[0].Record.ID != parked[2].ID {
+		t.Fatalf("review queue after restart: %+v, want only %s", q.Reviews, parked[2].ID)
+	}
+	var r wireRecord
+	p.do("GET", p.agent+"/api/v1/memories/"+parked[0].ID, nil, &r)
+	if r.Review == nil || r.Review.Outcome != "approved" {
+		t.Fatalf("approval decision lost: %+v", r.Review)
+	}
+	var list struct {
+		Count int `json:"count"`
+	}
+	p.do("GET", p.agent+"/api/v1/memories?subjectId=task-7", nil, &list)
+	if list.Count != 20 {
+		t.Fatalf("%d active checkpoints after restart, want 20", list.Count)
+	}
+}
+
+func TestAgentListenerCannotGovern(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	p := startSidecar(t, t.TempDir())
+	var r wireRecord
+	p.do("POST", p.agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": "project-alpha",
+		"summary": "auto-publish is enabled for project alpha"}, &r)
+	if r.Status != "pending_review" {
+		t.Fatalf("policy write is %q, want pending_review", r.Status)
+	}
+	// None of the admin routes exist on the agent listener, with or without a token.
+	for _, c := range []struct{ method, path string }{
+		{"GET", "/admin/v1/reviews"},
+		{"POST", "/admin/v1/reviews/" + r.ID + "/approve"},
+		{"POST", "/admin/v1/reviews/" + r.ID + "/reject"},
+		{"POST", "/admin/v1/memories/" + r.ID + "/rollback"},
+		{"POST", "/admin/v1/quarantine"},
+	} {
+		req, _ := http.NewRequest(c.method, p.agent+c.path, strings.NewReader(`{}`))
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 {
+			t.Fatalf("agent listener answered %s %s with %d", c.method, c.path, resp.StatusCode)
+		}
+	}
+	// The admin listener needs the token.
+	req, _ := http.NewRequest("POST", p.admin+"/admin/v1/reviews/"+r.ID+"/approve", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer wrong")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("approve with a wrong token: %d, want 401", resp.StatusCode)
+	}
+	var after wireRecord
+	p.do("GET", p.agent+"/api/v1/memories/"+r.ID, nil, &after)
+	if after.Status != "pending_review" {
+		t.Fatalf("the write was decided through a refused call: %q", after.Status)
+	}
+}

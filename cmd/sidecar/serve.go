@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/metrics"
+	"github.com/memgate/memgate/notify"
+	slacknotify "github.com/memgate/memgate/notify/slack"
+	"github.com/memgate/memgate/proxy"
+	"github.com/memgate/memgate/snapshot"
+	"github.com/memgate/memgate/store"
+)
+
+// serveConfig is the sidecar's configuration: flags, each also settable as
+// MEMGATE_<NAME>.
+type serveConfig struct {
+	dataDir       string
+	listen        string
+	adminListen   string
+	policyDir     string
+	policyBundle  string
+	policyTimeout time.Duration
+	noSync        bool
+	logLevel      string
+	logFormat     string
+	slack         slacknotify.Config
+}
+
+func (c *serveConfig) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.dataDir, "data-dir", "memgate-data", "directory of the memory database and the generated admin token")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:7600", "agent listener address (native, Mem0 and MCP APIs)")
+	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:7601", "admin listener address (review, rollback, metrics)")
+	fs.StringVar(&c.policyDir, "policy-dir", "", "directory of Rego policy replacing the built-in default (reloaded on change)")
+	fs.StringVar(&c.policyBundle, "policy-bundle", "", "URL of an OPA bundle to pull and poll instead of a local policy")
+	fs.DurationVar(&c.policyTimeout, "policy-timeout", 250*time.Millisecond, "bound on one policy evaluation; past it the write is parked")
+	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync each commit (faster; acknowledged writes may be lost on a crash)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	c.slack.RegisterFlags(fs)
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
+	start := time.Now()
+	log, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	token, err := adminToken(cfg.dataDir, log)
+	if err != nil {
+		return err
+	}
+
+	st, err := store.Open(store.Options{Dir: filepath.Join(cfg.dataDir, "db"), NoSync: cfg.noSync, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("closing the store", "err", err)
+		}
+	}()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	met, err := metrics.New(reg)
+	if err != nil {
+		return err
+	}
+
+	pol, err := openPolicy(ctx, cfg, log, met)
+	if err != nil {
+		return err
+	}
+	defer pol.close()
+
+	// Slack is on with a bot token; the outbox then takes every notice in
+	// the transaction that causes it.
+	var outbox *notify.Outbox
+	var waker memory.Notified
+	if cfg.slack.Enabled() {
+		if err := cfg.slack.Validate(); err != nil {
+			return err
+		}
+		outbox = notify.NewOutbox(notify.OutboxOptions{Store: st, Logger: log, Metrics: notify.NewMetrics(reg)})
+		waker = outbox
+	}
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
+		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met})
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Size: st, Outbox: st, Logger: log}))
+
+	var ready atomic.Bool
+	agentMux := http.NewServeMux()
+	(&proxy.Native{Gov: gov, Log: log}).Register(agentMux)
+	adminMux := http.NewServeMux()
+	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: pol.replay,
+		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
+		Ready: func(context.Context) error {
+			if !ready.Load() {
+				return errors.New("starting")
+			}
+			return nil
+		}}).Register(adminMux)
+
+	adminMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if outbox != nil {
+		sl, err := slacknotify.New(cfg.slack, slacknotify.Deps{Gov: gov, KV: st, Logger: log, Registerer: reg})
+		if err != nil {
+			return err
+		}
+		adminMux.Handle("POST /slack/interactions", sl.Handler()) // Slack signs; no bearer token
+		rem := notify.NewReminder(notify.ReminderOptions{Store: st, KV: st, After: cfg.slack.RemindAfter, Waker: outbox, Logger: log})
+		if err := outbox.Start(ctx, sl); err != nil {
+			return err
+		}
+		if err := rem.Start(ctx); err != nil {
+			return err
+		}
+		if err := sl.Start(ctx); err != nil {
+			return err
+		}
+		defer func() { // runs before the store closes
+			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for _, stop := range []func(context.Context) error{sl.Stop, rem.Stop, outbox.Stop} {
+				if err := stop(c); err != nil {
+					log.Warn("stopping the Slack loop", "err", err)
+				}
+			}
+		}()
+		log.Info("slack review loop on", "channel", cfg.slack.Channel, "socketMode", cfg.slack.AppToken != "")
+	}
+
+	agentLn, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("agent listener: %w", err)
+	}
+	adminLn, err := net.Listen("tcp", cfg.adminListen)
+	if err != nil {
+		agentLn.Close()
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	servers := []*http.Server{newServer(agentMux, log), newServer(adminMux, log)}
+	errc := make(chan error, 2)
+	for i, ln := range []net.Listener{agentLn, adminLn} {
+		go func() { errc <- servers[i].Serve(ln) }()
+	}
+	ready.Store(true)
+	log.Info("memgate ready", "agent", agentLn.Addr().String(), "admin", adminLn.Addr().String(),
+		"data", cfg.dataDir, "policy", pol.describe, "startup", time.Since(start).Round(time.Millisecond).String())
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		log.Error("listener failed", "err", err)
+	}
+	ready.Store(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		if serr := s.Shutdown(shutdownCtx); serr != nil {
+			log.Warn("shutdown", "err", serr)
+		}
+	}
+	log.Info("memgate stopped")
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+func newServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// adminToken returns MEMGATE_ADMIN_TOKEN, or the token generated into the
+// data directory on first start.
+func adminToken(dataDir string, log *slog.Logger) (string, error) {
+	if t := strings.TrimSpace(os.Getenv("MEMGATE_ADMIN_TOKEN")); t != "" {
+		return t, nil
+	}
+	path := filepath.Join(dataDir, tokenFile)
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		log.Info("admin token read from the data directory", "path", path)
+		return strings.TrimSpace(string(b)), nil
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	token := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("admin token: %w", err)
+	}
+	log.Info("admin token generated", "path", path)
+	return token, nil
+}
+
+const tokenFile = "admin.token"
+
+// policyHandle is the policy engine as the sidecar wires it.
+type policyHandle struct {
+	classifier memory.Classifier
+	replay     func(ctx context.Context, files map[string]string) (any, error)
+	describe   string
+	close      func()
+}
