@@ -445,6 +445,7 @@ func others(recs []*Record, id string) []*Record {
 type RollbackResult struct {
 	RolledBack []*Record `json:"rolledBack"`
 	Restored   *Record   `json:"restored,omitempty"` // the slot's head afterwards, if any
+	quiet      bool      // part of a bulk operation that notifies once
 }
 
 // Rollback undoes a record: the slot returns exactly to its rollback point.
@@ -515,6 +516,8 @@ func (g *Governor) rollbackRecord(tx Tx, st SlotState, id string, res *RollbackR
 }
 
 // rollbackHead undoes the slot's head and returns the slot's new state.
+// Bulk operations (quarantine, restore) announce themselves once, so they
+// set res.Quiet to drop the per-version notices.
 func (g *Governor) rollbackHead(tx Tx, st SlotState, res *RollbackResult, reason, by string, now time.Time) (SlotState, error) {
 	head := st.Head
 	point, err := tx.RollbackPoint(head.RollbackPoint)
@@ -528,6 +531,9 @@ func (g *Governor) rollbackHead(tx Tx, st SlotState, res *RollbackResult, reason
 	eff, err := Rollback(st, head, point, restore, reason, by, now)
 	if err != nil {
 		return st, err
+	}
+	if res.quiet {
+		eff.Notices = nil
 	}
 	if err := g.apply(tx, &eff); err != nil {
 		return st, err
@@ -637,7 +643,7 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 	if err != nil {
 		return err
 	}
-	rb := &RollbackResult{}
+	rb := &RollbackResult{quiet: true}
 	for st.Head != nil && ids[st.Head.ID] && (st.Head.Status == StatusActive || st.Head.Status == StatusDeleted) {
 		if st, err = g.rollbackHead(tx, st, rb, reason, by, now); err != nil {
 			return err
@@ -702,7 +708,7 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 		if err != nil {
 			return err
 		}
-		rb := &RollbackResult{}
+		rb := &RollbackResult{quiet: true}
 		for st.Head != nil && st.Head.ActivatedAt.After(at) {
 			if st, err = g.rollbackHead(tx, st, rb, reason, by, now); err != nil {
 				return err
@@ -713,6 +719,16 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 		}
 		return nil
 	})
+	if err == nil {
+		now := g.now()
+		err = g.store.Update(ctx, func(tx Tx) error {
+			eff := Effects{Events: []*Event{{Type: EventRestored, At: now, SubjectID: subjectID, By: by,
+				Reason: fmt.Sprintf("subject %s restored to %s: %s", subjectID, at.Format(time.RFC3339), reason), Related: res.RolledBack}},
+				Notices: []*Notice{{Kind: NoticeQuarantine, At: now, Text: fmt.Sprintf("Restored subject %s to %s (%s): %d versions rolled back",
+					subjectID, at.Format(time.RFC3339), reason, len(res.RolledBack))}}}
+			return g.apply(tx, &eff)
+		})
+	}
 	g.obs.RolledBack(ScopeRestore, len(res.RolledBack))
 	g.wake(true)
 	return res, err

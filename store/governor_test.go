@@ -457,9 +457,16 @@ func TestQuarantineUndoesARun(t *testing.T) {
 	if b5.Outcome != memory.OutcomeParked {
 		t.Fatal("policy write should park")
 	}
+	noticesBefore := countNotices(t, e)
 	res, err := e.gov.Quarantine(ctx, "run", "run-bad", "prompt injection", "ops")
 	if err != nil {
 		t.Fatal(err)
+	}
+	// One summary for reviewers, not one message per undone version; the
+	// pending write's rejection is announced so its message is updated.
+	added := countNotices(t, e)
+	if added[memory.NoticeQuarantine]-noticesBefore[memory.NoticeQuarantine] != 1 || added[memory.NoticeRollback] != noticesBefore[memory.NoticeRollback] {
+		t.Fatalf("notices before %v after %v: want one quarantine notice and no per-version rollback notices", noticesBefore, added)
 	}
 	if len(res.RolledBack) != 3 || len(res.Retracted) != 1 || len(res.Rejected) != 1 {
 		t.Fatalf("quarantine result %+v, want 3 rolled back, 1 retracted, 1 rejected", res)
@@ -714,4 +721,16 @@ func TestInvalidCandidatesWriteNothing(t *testing.T) {
 	if len(evs) != 0 {
 		t.Fatalf("invalid candidates wrote %d events", len(evs))
 	}
+}
+
+func countNotices(t *testing.T, e *env) map[memory.NoticeKind]int {
+	t.Helper()
+	n := map[memory.NoticeKind]int{}
+	err := e.st.View(context.Background(), func(tx memory.ReadTx) error {
+		return tx.ScanNotices(func(x *memory.Notice) bool { n[x.Kind]++; return true })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -68,6 +68,7 @@ func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 			restoreCommand(cl),
 			policyCommand(cl),
 			snapshotCommand(cl),
+			mcpCommand(stdin, stdout, stderr),
 		},
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {

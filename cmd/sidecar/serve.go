@@ -26,6 +26,7 @@ import (
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
 	"github.com/memgate/memgate/proxy"
+	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
 )
@@ -128,6 +129,8 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	var ready atomic.Bool
 	agentMux := http.NewServeMux()
 	(&proxy.Native{Gov: gov, Log: log}).Register(agentMux)
+	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log})
+	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	adminMux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: pol.replay,
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
@@ -177,6 +180,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		return fmt.Errorf("admin listener: %w", err)
 	}
 	servers := []*http.Server{newServer(agentMux, log), newServer(adminMux, log)}
+	servers[0].RegisterOnShutdown(mcpSrv.Close) // open MCP streams must not hold up Shutdown
 	errc := make(chan error, 2)
 	for i, ln := range []net.Listener{agentLn, adminLn} {
 		go func() { errc <- servers[i].Serve(ln) }()
