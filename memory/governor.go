@@ -1,6 +1,10 @@
 package memory
 
-import "time"
+import (
+	"crypto/sha256"
+	"fmt"
+	"time"
+)
 
 // SlotState is what the governor knows about a slot when it decides.
 type SlotState struct {
@@ -84,6 +88,7 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 
 	switch dec.Action {
 	case ActionReject:
+		redact(rec)
 		rec.Status = StatusRejected
 		rec.DecidedAt = now
 		eff.Records = append(eff.Records, rec)
@@ -316,4 +321,12 @@ func Retract(rec *Record, reason, by string, now time.Time) (Effects, error) {
 	ev := eff.event(EventRolledBack, rec, now)
 	ev.By, ev.Reason = by, reason
 	return eff, nil
+}
+
+// redact keeps only a fingerprint of a rejected candidate's content: what
+// policy refuses may be exactly what must never be stored (a credential).
+func redact(r *Record) {
+	sum := sha256.Sum256(append([]byte(r.Summary+"\x00"), r.Value...))
+	r.Summary = fmt.Sprintf("[redacted: %d bytes rejected by policy, sha256 %x]", len(r.Summary)+len(r.Value), sum[:8])
+	r.Value, r.Metadata, r.Evidence.Excerpt = nil, nil, ""
 }

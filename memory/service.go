@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -151,6 +152,9 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 		eff, outcome, err := Submit(st, rec, dec, now)
 		if err != nil {
 			return err
+		}
+		if outcome == OutcomeRefused {
+			in.Candidate = eff.Records[0] // the redacted record: the log must not keep it either
 		}
 		if raw, err := json.Marshal(in); err == nil {
 			for _, ev := range eff.Events {
@@ -629,8 +633,9 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 		ev := &Event{Type: EventQuarantined, At: now, By: by, Reason: fmt.Sprintf("%s %s: %s", kind, id, reason),
 			Related: append(append([]string{}, res.RolledBack...), res.Retracted...)}
 		eff := Effects{Events: []*Event{ev}, Notices: []*Notice{{Kind: NoticeQuarantine, At: now,
-			Text: fmt.Sprintf("Quarantined %s %s (%s): %d rolled back, %d retracted, %d pending rejected",
-				kind, id, reason, len(res.RolledBack), len(res.Retracted), len(res.Rejected))}}}
+			Text: fmt.Sprintf("Quarantined %s %s by %s (%s): %d rolled back, %d retracted, %d pending rejected.%s",
+				kind, id, by, reason, len(res.RolledBack), len(res.Retracted), len(res.Rejected),
+				listIDs(" Undone: ", append(append([]string{}, res.RolledBack...), res.Retracted...)))}}}
 		return g.apply(tx, &eff)
 	})
 	g.obs.RolledBack(ScopeQuarantine, len(res.RolledBack)+len(res.Retracted))
@@ -724,8 +729,8 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 		err = g.store.Update(ctx, func(tx Tx) error {
 			eff := Effects{Events: []*Event{{Type: EventRestored, At: now, SubjectID: subjectID, By: by,
 				Reason: fmt.Sprintf("subject %s restored to %s: %s", subjectID, at.Format(time.RFC3339), reason), Related: res.RolledBack}},
-				Notices: []*Notice{{Kind: NoticeQuarantine, At: now, Text: fmt.Sprintf("Restored subject %s to %s (%s): %d versions rolled back",
-					subjectID, at.Format(time.RFC3339), reason, len(res.RolledBack))}}}
+				Notices: []*Notice{{Kind: NoticeQuarantine, At: now, Text: fmt.Sprintf("Restored subject %s to %s by %s (%s): %d rolled back.%s",
+					subjectID, at.Format(time.RFC3339), by, reason, len(res.RolledBack), listIDs(" Undone: ", res.RolledBack))}}}
 			return g.apply(tx, &eff)
 		})
 	}
@@ -789,4 +794,16 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Sort(sort.Reverse(sort.StringSlice(out))) // newest first
 	return out
+}
+
+// listIDs names up to 20 ids for a human-readable summary.
+func listIDs(prefix string, ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	const most = 20
+	if len(ids) <= most {
+		return prefix + strings.Join(ids, ", ")
+	}
+	return fmt.Sprintf("%s%s and %d more", prefix, strings.Join(ids[:most], ", "), len(ids)-most)
 }

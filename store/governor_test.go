@@ -5,6 +5,7 @@ package store_test
 // memory.Classifier interface) so each test states the policy it relies on.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
@@ -610,6 +613,27 @@ func TestRejectedWriteIsKeptButNeverActive(t *testing.T) {
 	}
 	if len(e.active("u1")) != 0 {
 		t.Fatal("a rejected write is readable")
+	}
+	if strings.Contains(res.Record.Summary, "hunter2") || !strings.HasPrefix(res.Record.Summary, "[redacted") {
+		t.Fatalf("rejected record keeps its text: %q", res.Record.Summary)
+	}
+	// Nothing in the database, records, indexes or audit log, holds the secret.
+	err := e.st.DB().View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.DefaultIteratorOptions)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			if bytes.Contains(v, []byte("hunter2")) || bytes.Contains(it.Item().Key(), []byte("hunter2")) {
+				t.Errorf("key %q holds the rejected secret", it.Item().Key())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

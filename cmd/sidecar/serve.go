@@ -27,6 +27,7 @@ import (
 	slacknotify "github.com/memgate/memgate/notify/slack"
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
+	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
 )
@@ -34,16 +35,18 @@ import (
 // serveConfig is the sidecar's configuration: flags, each also settable as
 // MEMGATE_<NAME>.
 type serveConfig struct {
-	dataDir       string
-	listen        string
-	adminListen   string
-	policyDir     string
-	policyBundle  string
-	policyTimeout time.Duration
-	noSync        bool
-	logLevel      string
-	logFormat     string
-	slack         slacknotify.Config
+	dataDir        string
+	listen         string
+	adminListen    string
+	policyDir      string
+	policyBundle   string
+	policyTimeout  time.Duration
+	noSync         bool
+	logLevel       string
+	logFormat      string
+	slack          slacknotify.Config
+	extractorURL   string
+	extractorModel string
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -56,6 +59,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync each commit (faster; acknowledged writes may be lost on a crash)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.extractorURL, "extractor-url", "", "OpenAI-compatible chat-completions endpoint that extracts facts from Mem0 adds with infer=true (e.g. http://127.0.0.1:8080/v1); empty: each message is a candidate")
+	fs.StringVar(&c.extractorModel, "extractor-model", "gpt-4o-mini", "model name sent to --extractor-url")
 	c.slack.RegisterFlags(fs)
 }
 
@@ -129,6 +134,21 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	var ready atomic.Bool
 	agentMux := http.NewServeMux()
 	(&proxy.Native{Gov: gov, Log: log}).Register(agentMux)
+	var extractor mem0.Extractor
+	if cfg.extractorURL != "" {
+		ex, err := mem0.NewChatExtractor(mem0.ChatExtractorOptions{URL: cfg.extractorURL, Model: cfg.extractorModel,
+			APIKey: os.Getenv("MEMGATE_EXTRACTOR_API_KEY")})
+		if err != nil {
+			return err
+		}
+		extractor = ex
+	}
+	mem0Keys := mem0.ParseAPIKeys(os.Getenv("MEMGATE_MEM0_API_KEYS"))
+	if len(mem0Keys) == 0 && !loopback(cfg.listen) {
+		log.Warn("no MEMGATE_MEM0_API_KEYS set and the agent listener is not on loopback: Mem0 routes accept any caller", "listen", cfg.listen)
+	}
+	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st.DB()), Logger: log,
+		APIKeys: mem0Keys, Extractor: extractor}).Register(agentMux)
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log})
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	adminMux := http.NewServeMux()
@@ -244,6 +264,19 @@ func adminToken(dataDir string, log *slog.Logger) (string, error) {
 }
 
 const tokenFile = "admin.token"
+
+// loopback reports whether a listen address binds only the loopback interface.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // policyHandle is the policy engine as the sidecar wires it.
 type policyHandle struct {

@@ -100,20 +100,32 @@ func TestRollbackAndQuarantineNotices(t *testing.T) {
 	if _, err := e.gov.Quarantine(ctx, "run", "run-bad", "prompt injection in run-bad", "oncall-bob"); err != nil {
 		t.Fatal(err)
 	}
+	// A quarantine is announced once, naming what it undid, not one
+	// message per rolled-back version.
 	var msgs []fakeMessage
-	eventually(t, "the rollback and quarantine messages", func() bool { msgs = e.fake.topMessages(); return len(msgs) == 2 })
-	rollback, quarantine := allText(msgs[0].Blocks), allText(msgs[1].Blocks)
+	eventually(t, "the quarantine message", func() bool { msgs = e.fake.topMessages(); return len(msgs) >= 1 })
+	time.Sleep(200 * time.Millisecond) // a second message would have arrived by now
+	if msgs = e.fake.topMessages(); len(msgs) != 1 {
+		t.Fatalf("%d messages for one quarantine, want 1", len(msgs))
+	}
+	quarantine := allText(msgs[0].Blocks)
 	for _, id := range ids {
-		if !strings.Contains(rollback, id) {
-			t.Errorf("rollback message lacks %s:\n%s", id, rollback)
+		if !strings.Contains(quarantine, id) {
+			t.Errorf("quarantine message lacks %s:\n%s", id, quarantine)
 		}
 	}
-	for _, want := range []string{"Rolled back 3", "oncall-bob", "prompt injection"} {
-		if !strings.Contains(rollback, want) {
-			t.Errorf("rollback message lacks %q:\n%s", want, rollback)
+	for _, want := range []string{"run-bad", "3 rolled back", "oncall-bob", "prompt injection"} {
+		if !strings.Contains(quarantine, want) {
+			t.Errorf("quarantine message lacks %q:\n%s", want, quarantine)
 		}
 	}
-	if !strings.Contains(quarantine, "run-bad") || !strings.Contains(quarantine, "3 rolled back") {
-		t.Errorf("quarantine message:\n%s", quarantine)
+	// A single rollback is still announced on its own.
+	v := e.submit(memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "project-alpha", FactType: "build.go", Summary: "Build uses Go 1.26"}).Record
+	if _, err := e.gov.Rollback(ctx, v.ID, false, "typo", "oncall-bob"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the rollback message", func() bool { msgs = e.fake.topMessages(); return len(msgs) == 2 })
+	if rb := allText(msgs[1].Blocks); !strings.Contains(rb, v.ID) || !strings.Contains(rb, "typo") {
+		t.Errorf("rollback message:\n%s", rb)
 	}
 }
