@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,20 +19,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/metrics"
-	"github.com/memgate/memgate/notify"
-	"github.com/memgate/memgate/proxy"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/policy"
 )
 
-// TestPrometheusFiresTheRollbackAlert runs a real Prometheus server on
-// loopback that scrapes a running sidecar every second and evaluates
-// memgate-alerts.yml every second; after a real rollback through the admin
+// TestPrometheusFiresTheRollbackAlert runs the real sidecar binary,
+// configured as the example overlay's manifest configures it, and a real
+// Prometheus server on loopback that scrapes it every second and evaluates
+// memgate-alerts.yml every second. After a real rollback through the admin
 // API, MemgateRollbackPerformed must fire. The same server then runs every
 // dashboard query.
 func TestPrometheusFiresTheRollbackAlert(t *testing.T) {
@@ -52,12 +47,12 @@ func TestPrometheusFiresTheRollbackAlert(t *testing.T) {
 		}
 	}
 
-	ann := sc.write(t, "owner is Ann")
-	bob := sc.write(t, "owner is Bob")
+	step1 := sc.write(t, "step 1 done")
+	step2 := sc.write(t, "step 2 done")
 	var res memory.RollbackResult
-	sc.admin(t, "POST", "/admin/v1/memories/"+bob.ID+"/rollback", `{"reason": "wrong_owner: Bob never owned it"}`, &res)
-	if len(res.RolledBack) != 1 || res.Restored == nil || res.Restored.ID != ann.ID {
-		t.Fatalf("rollback: %+v, want Bob undone and Ann restored", res)
+	sc.admin(t, "POST", "/admin/v1/memories/"+step2.ID+"/rollback", `{"reason": "wrong_step: step 2 failed after all"}`, &res)
+	if len(res.RolledBack) != 1 || res.RolledBack[0].ID != step2.ID || res.Restored == nil || res.Restored.ID != step1.ID {
+		t.Fatalf("rollback: %+v, want step 2 undone and step 1 restored", res)
 	}
 
 	var fired alert
@@ -83,8 +78,11 @@ func TestPrometheusFiresTheRollbackAlert(t *testing.T) {
 			t.Errorf("unexpected alert %s: %+v", a.Labels["alertname"], a.Labels)
 		}
 	}
-	if got := prom.query(t, `memgate_rollbacks_total{job="memgate", scope="record", reason="unspecified"}`); len(got) != 1 || got[0].Value[1] != "1" {
+	if got := prom.query(t, `sum(memgate_rollbacks_total{job="memgate", scope="record"})`); len(got) != 1 || got[0].Value[1] != "1" {
 		t.Errorf("Prometheus sees rollbacks %+v, want one", got)
+	}
+	if got := prom.query(t, `memgate_policy_revision_info{job="memgate"}`); len(got) != 1 || got[0].Metric["revision"] != sc.policyRevision {
+		t.Errorf("Prometheus sees policy revisions %+v, want the ConfigMap's %s", got, sc.policyRevision)
 	}
 
 	t.Run("dashboard queries", func(t *testing.T) {
@@ -112,49 +110,137 @@ func TestPrometheusFiresTheRollbackAlert(t *testing.T) {
 	})
 }
 
-// sidecar is memgate's HTTP surfaces over a real Governor and Badger store,
-// wired as cmd/sidecar wires them: the native API on the agent listener, the
-// admin API and /metrics on the admin listener.
+// sidecar is the real memgate binary, running with the environment the
+// example overlay gives its container.
 type sidecar struct {
-	agentURL, adminURL, adminHost, token string
+	agentURL, adminURL, adminHost, token, policyRevision string
 }
 
+// startSidecar builds cmd/sidecar and runs it the way the kubelet would run
+// the rendered container: its env and envFrom, the policy ConfigMap's files
+// in the policy directory, the admin token from the "Secret". Only the
+// addresses (loopback, free ports) and the data directory differ.
 func startSidecar(t *testing.T) *sidecar {
 	t.Helper()
-	log := slog.New(slog.DiscardHandler)
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	bin := buildSidecar(t)
+	r := render(t, exampleOverlay)
+	var c *corev1.Container
+	for i, ic := range r.deployments[0].Spec.Template.Spec.InitContainers {
+		if ic.Name == sidecarName {
+			c = &r.deployments[0].Spec.Template.Spec.InitContainers[i]
+		}
 	}
-	t.Cleanup(func() { st.Close() })
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	notify.NewMetrics(reg)
-	gov := memory.NewGovernor(memory.Options{Store: st, Logger: log, Observer: m,
-		Classifier: m.InstrumentClassifier(memory.ClassifierFunc(applyAll))})
-	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Size: st, Outbox: st, Logger: log}))
-	m.PolicyLoaded("test-revision", nil)
-
+	dir := t.TempDir()
 	sc := &sidecar{token: "integration-token"}
-	agentMux, adminMux := http.NewServeMux(), http.NewServeMux()
-	(&proxy.Native{Gov: gov, Log: log}).Register(agentMux)
-	(&proxy.Admin{Gov: gov, Log: log, Token: sc.token}).Register(adminMux)
-	adminMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	agent, admin := httptest.NewServer(agentMux), httptest.NewServer(adminMux) // 127.0.0.1
-	t.Cleanup(agent.Close)
-	t.Cleanup(admin.Close)
-	sc.agentURL, sc.adminURL = agent.URL, admin.URL
-	sc.adminHost = strings.TrimPrefix(admin.URL, "http://")
+	agentAddr, adminAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
+	env := map[string]string{}
+	for _, from := range c.EnvFrom {
+		for k, v := range r.configMap(t, from.ConfigMapRef.Name).Data {
+			env[k] = v
+		}
+	}
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom == nil:
+			env[e.Name] = e.Value
+		case e.Name == "MEMGATE_ADMIN_TOKEN":
+			env[e.Name] = sc.token
+		} // optional Slack secrets stay unset: no Slack here
+	}
+	policyDir := filepath.Join(dir, "policy")
+	for _, v := range r.deployments[0].Spec.Template.Spec.Volumes {
+		if v.ConfigMap == nil || v.Name != mountNamed(t, c, env["MEMGATE_POLICY_DIR"]) {
+			continue
+		}
+		cm := r.configMap(t, v.ConfigMap.Name)
+		if err := os.MkdirAll(policyDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files := policy.FileSet{}
+		for name, content := range cm.Data {
+			files[name] = content
+			writeFile(t, filepath.Join(policyDir, name), content)
+		}
+		sc.policyRevision = files.Revision()
+	}
+	if sc.policyRevision == "" {
+		t.Fatal("the manifest mounts no policy ConfigMap at MEMGATE_POLICY_DIR")
+	}
+	env["MEMGATE_LISTEN"], env["MEMGATE_ADMIN_LISTEN"] = agentAddr, adminAddr
+	env["MEMGATE_DATA_DIR"], env["MEMGATE_POLICY_DIR"] = filepath.Join(dir, "data"), policyDir
+
+	cmd := exec.Command(bin)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MEMGATE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	stop := startProcess(t, cmd, "memgate", out)
+	sc.agentURL, sc.adminURL, sc.adminHost = "http://"+agentAddr, "http://"+adminAddr, adminAddr
+	waitUntil(t, 30*time.Second, "memgate to be ready", func() bool {
+		if err := stop.exited(); err != nil {
+			t.Fatalf("memgate exited: %v\n%s", err, out.String())
+		}
+		resp, err := http.Get(sc.adminURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 	return sc
+}
+
+// mountNamed returns the name of the container's volume mounted at path.
+func mountNamed(t *testing.T, c *corev1.Container, path string) string {
+	t.Helper()
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == path {
+			return m.Name
+		}
+	}
+	t.Fatalf("nothing is mounted at %s", path)
+	return ""
+}
+
+var (
+	sidecarOnce sync.Once
+	sidecarBin  string
+	sidecarErr  error
+)
+
+// buildSidecar builds cmd/sidecar with the same flags as cmd/sidecar's own
+// process tests, so the two share the build cache.
+func buildSidecar(t *testing.T) string {
+	t.Helper()
+	sidecarOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "memgate-deploy-test")
+		if err != nil {
+			sidecarErr = err
+			return
+		}
+		sidecarBin = filepath.Join(dir, "memgate")
+		cmd := exec.Command("go", "build", "-o", sidecarBin, "./cmd/sidecar")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			sidecarErr = fmt.Errorf("go build ./cmd/sidecar: %v\n%s", err, out)
+		}
+	})
+	if sidecarErr != nil {
+		t.Fatal(sidecarErr)
+	}
+	t.Cleanup(func() { os.RemoveAll(filepath.Dir(sidecarBin)) })
+	return sidecarBin
 }
 
 func (sc *sidecar) write(t *testing.T, summary string) *memory.Record {
 	t.Helper()
-	body := fmt.Sprintf(`{"layer": "knowledge", "subjectId": "project-alpha", "factType": "owner", "summary": %q}`, summary)
+	body := fmt.Sprintf(`{"layer": "checkpoint", "subjectId": "task-42", "factType": "progress", "summary": %q}`, summary)
 	resp, err := http.Post(sc.agentURL+"/api/v1/memories", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -186,11 +272,49 @@ func (sc *sidecar) admin(t *testing.T, method, path, body string, v any) {
 	}
 }
 
-// promServer is a Prometheus server this test started.
-type promServer struct {
-	url string
-	out *lockedBuffer
+// process is a child process a test started.
+type process struct{ done chan error }
+
+// exited returns the process's exit error if it has ended, else nil.
+func (p *process) exited() error {
+	select {
+	case err := <-p.done:
+		if err == nil {
+			err = errors.New("exit status 0")
+		}
+		p.done <- err // keep it for the cleanup
+		return err
+	default:
+		return nil
+	}
 }
+
+// startProcess starts cmd and stops it (SIGTERM, then SIGKILL after 10s)
+// when the test ends, logging its output if the test failed.
+func startProcess(t *testing.T, cmd *exec.Cmd, name string, out *lockedBuffer) *process {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &process{done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
+	})
+	return p
+}
+
+// promServer is a Prometheus server this test started.
+type promServer struct{ url string }
 
 func startPrometheus(t *testing.T, bin, target string) *promServer {
 	t.Helper()
@@ -219,29 +343,11 @@ scrape_configs:
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--web.listen-address="+addr,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--log.level=warn")
 	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prometheus: %v", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("prometheus output:\n%s", out.String())
-		}
-	})
-	p := &promServer{url: "http://" + addr, out: out}
-	p.waitFor(t, 30*time.Second, "prometheus to be ready", func() bool {
-		select {
-		case err := <-exited:
+	proc := startProcess(t, cmd, "prometheus", out)
+	p := &promServer{url: "http://" + addr}
+	waitUntil(t, 30*time.Second, "prometheus to be ready", func() bool {
+		if err := proc.exited(); err != nil {
 			t.Fatalf("prometheus exited: %v\n%s", err, out.String())
-		default:
 		}
 		resp, err := http.Get(p.url + "/-/ready")
 		if err != nil {
@@ -254,6 +360,12 @@ scrape_configs:
 }
 
 func (p *promServer) waitFor(t *testing.T, limit time.Duration, what string, ok func() bool) {
+	t.Helper()
+	waitUntil(t, limit, what, ok)
+}
+
+// waitUntil polls ok every 250ms until it holds, failing the test after limit.
+func waitUntil(t *testing.T, limit time.Duration, what string, ok func() bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
