@@ -102,7 +102,7 @@ const (
 type Observer interface {
 	Write(dialect string, action Action, risk Risk)
 	Conflict(kind string)
-	RolledBack(scope string, n int)
+	RolledBack(scope, reason string, n int)
 	Stale()
 	ReviewDecided(outcome, route string, waited time.Duration)
 }
@@ -112,7 +112,7 @@ type NopObserver struct{}
 
 func (NopObserver) Write(string, Action, Risk)                  {}
 func (NopObserver) Conflict(string)                             {}
-func (NopObserver) RolledBack(string, int)                      {}
+func (NopObserver) RolledBack(string, string, int)              {}
 func (NopObserver) Stale()                                      {}
 func (NopObserver) ReviewDecided(string, string, time.Duration) {}
 

@@ -497,7 +497,7 @@ func (g *Governor) Rollback(ctx context.Context, id string, cascade bool, reason
 	if len(res.RolledBack) > 1 {
 		scope = ScopeCascade
 	}
-	g.obs.RolledBack(scope, len(res.RolledBack))
+	g.obs.RolledBack(scope, reason, len(res.RolledBack))
 	g.wake(true)
 	return res, nil
 }
@@ -638,7 +638,7 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 				listIDs(" Undone: ", append(append([]string{}, res.RolledBack...), res.Retracted...)))}}}
 		return g.apply(tx, &eff)
 	})
-	g.obs.RolledBack(ScopeQuarantine, len(res.RolledBack)+len(res.Retracted))
+	g.obs.RolledBack(ScopeQuarantine, reason, len(res.RolledBack)+len(res.Retracted))
 	g.wake(true)
 	return res, err
 }
@@ -734,7 +734,7 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 			return g.apply(tx, &eff)
 		})
 	}
-	g.obs.RolledBack(ScopeRestore, len(res.RolledBack))
+	g.obs.RolledBack(ScopeRestore, reason, len(res.RolledBack))
 	g.wake(true)
 	return res, err
 }

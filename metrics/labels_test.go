@@ -30,7 +30,7 @@ func TestRollbackReasonCodes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m.RolledBackFor(memory.ScopeRecord, c.reason, 1)
+			m.RolledBack(memory.ScopeRecord, c.reason, 1)
 			if v, ok := seriesValue(t, reg, "memgate_rollbacks_total", "scope", "record", "reason", c.label); !ok || v != 1 {
 				t.Fatalf("reason %q: rollbacks{reason=%q} = %v (exported %v), want 1", c.reason, c.label, v, ok)
 			}
@@ -49,7 +49,7 @@ func TestCallerChosenLabelsAreBounded(t *testing.T) {
 	for i := range 1000 {
 		m.Write(fmt.Sprintf("dialect%d", i), memory.ActionApply, memory.RiskLow)
 		m.Write("native", memory.Action(fmt.Sprintf("action%d", i)), memory.Risk(fmt.Sprintf("risk%d", i)))
-		m.RolledBackFor(fmt.Sprintf("scope%d", i), fmt.Sprintf("reason%d", i), 1)
+		m.RolledBack(fmt.Sprintf("scope%d", i), fmt.Sprintf("reason%d", i), 1)
 		m.ReviewDecided("approved", fmt.Sprintf("route%d", i), 0)
 	}
 	cases := []struct {

@@ -16,16 +16,11 @@ func (m *Metrics) Conflict(kind string) {
 	m.conflicts.WithLabelValues(m.kinds.value(kind)).Inc()
 }
 
-// RolledBack counts a rollback of n versions whose reason the governor did
-// not pass on (memory.Observer).
-func (m *Metrics) RolledBack(scope string, n int) {
-	m.RolledBackFor(scope, "", n)
-}
-
-// RolledBackFor counts a rollback of n versions with its reason. The reason
-// label is a code taken from the reason text (see reasonCode): operators who
-// start reasons with "code:" get them counted apart.
-func (m *Metrics) RolledBackFor(scope, reason string, n int) {
+// RolledBack counts a rollback of n versions with its reason
+// (memory.Observer). The reason label is a code taken from the reason text
+// (see reasonCode): operators who start reasons with "code:" get them
+// counted apart.
+func (m *Metrics) RolledBack(scope, reason string, n int) {
 	scope = m.scopes.value(scope)
 	m.rollbacks.WithLabelValues(scope, m.rollbackReasons.value(reasonCode(reason))).Inc()
 	if n > 0 {

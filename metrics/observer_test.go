@@ -86,7 +86,7 @@ func TestGovernorTransitionsAreCounted(t *testing.T) {
 				t.Fatalf("rollback restored %v, want %s", res.Restored, v1.ID)
 			}
 		}, []series{
-			{"memgate_rollbacks_total", []string{"scope", "record", "reason", "unspecified"}, 1},
+			{"memgate_rollbacks_total", []string{"scope", "record", "reason", "wrong_override"}, 1},
 			{"memgate_rolled_back_records_total", []string{"scope", "record"}, 1},
 			{"memgate_rolled_back_records_total", []string{"scope", "cascade"}, 0},
 		}},
@@ -112,7 +112,7 @@ func TestGovernorTransitionsAreCounted(t *testing.T) {
 				t.Fatalf("quarantine: %v, %+v; want two versions undone", err, res)
 			}
 		}, []series{
-			{"memgate_rollbacks_total", []string{"scope", "quarantine", "reason", "unspecified"}, 1},
+			{"memgate_rollbacks_total", []string{"scope", "quarantine", "reason", "other"}, 1},
 			{"memgate_rolled_back_records_total", []string{"scope", "quarantine"}, 2},
 		}},
 		{"a subject is restored to a point in time", func(t *testing.T) {
@@ -126,7 +126,7 @@ func TestGovernorTransitionsAreCounted(t *testing.T) {
 				t.Fatalf("restore: %v, %+v; want one version undone", err, res)
 			}
 		}, []series{
-			{"memgate_rollbacks_total", []string{"scope", "restore", "reason", "unspecified"}, 1},
+			{"memgate_rollbacks_total", []string{"scope", "restore", "reason", "other"}, 1},
 			{"memgate_rolled_back_records_total", []string{"scope", "restore"}, 1},
 		}},
 		{"policy rejects a secret", func(t *testing.T) {

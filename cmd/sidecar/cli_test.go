@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/proxy"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -37,7 +39,8 @@ func cliFixture(t *testing.T) (*memory.Governor, string) {
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: cls})
 	mux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: slog.New(slog.DiscardHandler), Token: "tok",
-		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) }}).Register(mux)
+		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
+		Replay:   replayPolicy(gov)}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return gov, srv.URL
@@ -48,7 +51,7 @@ func cliFixture(t *testing.T) (*memory.Governor, string) {
 func runCLI(t *testing.T, url string, args ...string) (string, error) {
 	t.Helper()
 	n := 1
-	if args[0] == "review" || args[0] == "snapshot" {
+	if args[0] == "review" || args[0] == "snapshot" || args[0] == "policy" {
 		n = 2
 	}
 	full := append(append(append([]string{}, args[:n]...), "--admin-url", url, "--admin-token", "tok"), args[n:]...)
@@ -144,5 +147,53 @@ func TestCLIWithoutTokenExplains(t *testing.T) {
 	err := run(context.Background(), []string{"review", "list", "--data-dir", t.TempDir()}, strings.NewReader(""), &out, &out)
 	if err == nil || !strings.Contains(err.Error(), "MEMGATE_ADMIN_TOKEN") {
 		t.Fatalf("want an error naming MEMGATE_ADMIN_TOKEN, got %v", err)
+	}
+}
+
+func TestCLIPolicyReplayReportsChangedDecisions(t *testing.T) {
+	gov, url := cliFixture(t)
+	ctx := context.Background()
+	// The fixture's policy parks every policy-layer write; the default policy
+	// applies task checkpoints and parks strategy constraints too, but it
+	// rejects credentials the fixture let through.
+	for _, c := range []memory.Candidate{
+		{Layer: memory.LayerCheckpoint, SubjectID: "task-1", FactType: "step", Summary: "step 2 of 4 is done"},
+		{Layer: memory.LayerPolicy, SubjectID: "project-alpha", FactType: "publish.auto", Summary: "auto-publish is disabled for project alpha"},
+		{Layer: memory.LayerKnowledge, SubjectID: "u1", Summary: "my aws secret access key is AKIAIOSFODNN7EXAMPLE"},
+	} {
+		if _, err := gov.Submit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	for name, content := range policy.DefaultFiles() {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := runCLI(t, url, "policy", "replay", "--policy-dir", dir, "--json")
+	if err != nil {
+		t.Fatalf("policy replay: %v\n%s", err, out)
+	}
+	var rep policy.ReplayReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Evaluated != 3 || rep.Changed != 1 || rep.Transitions["apply->reject"] != 1 || len(rep.Changes) != 1 {
+		t.Fatalf("replay report %+v, want 3 evaluated with the credential changing apply->reject", rep)
+	}
+	text, err := runCLI(t, url, "policy", "replay", "--policy-dir", dir)
+	if err != nil || !strings.Contains(text, "3 recorded writes: 2 same, 1 changed") || !strings.Contains(text, "apply->reject") {
+		t.Fatalf("replay text: %v\n%s", err, text)
+	}
+	// A broken policy is refused with a clear error, nothing replayed.
+	if err := os.WriteFile(filepath.Join(dir, "broken.rego"), []byte("package memgate\nthis is not rego"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCLI(t, url, "policy", "replay", "--policy-dir", dir); err == nil || !strings.Contains(err.Error(), "does not load") {
+		t.Fatalf("broken policy replay: %v", err)
 	}
 }

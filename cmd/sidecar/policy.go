@@ -7,32 +7,71 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
+	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/policy"
 )
 
-// openPolicy loads the operator's policy directory, or the default policy
-// built into the binary.
+// openPolicy starts the policy engine: the operator's directory (reloaded on
+// change), an OPA bundle server, or the default policy built into the binary.
 func openPolicy(ctx context.Context, cfg serveConfig, log *slog.Logger, met *metrics.Metrics) (*policyHandle, error) {
-	files := policy.DefaultFiles()
+	opts := policy.Options{Dir: cfg.policyDir, Logger: log, OnReload: met.PolicyLoaded}
 	describe := "default"
-	if cfg.policyDir != "" {
-		var err error
-		if files, err = policy.ReadDir(cfg.policyDir); err != nil {
-			return nil, fmt.Errorf("--policy-dir: %w", err)
-		}
+	switch {
+	case cfg.policyDir != "":
 		describe = cfg.policyDir
+	case cfg.policyBundle != "":
+		describe = cfg.policyBundle
+		opts.Bundle = policy.BundleOptions{URL: cfg.policyBundle, PollInterval: cfg.policyBundlePoll,
+			KeyAlgorithm: cfg.policyBundleKeyAlg}
+		if cfg.policyBundleKey != "" {
+			key, err := os.ReadFile(cfg.policyBundleKey)
+			if err != nil {
+				return nil, fmt.Errorf("--policy-bundle-key: %w", err)
+			}
+			opts.Bundle.PublicKey = string(key)
+		}
 	}
-	compiled, err := policy.Compile(ctx, files)
-	if err != nil {
-		return nil, fmt.Errorf("policy %s: %w", describe, err)
+	engine := policy.New(opts)
+	if err := engine.Open(ctx); err != nil {
+		return nil, err
 	}
-	met.PolicyLoaded(compiled.Revision(), nil)
-	log.Info("policy loaded", "source", describe, "revision", compiled.Revision())
-	return &policyHandle{classifier: compiled, describe: describe + "@" + compiled.Revision(), close: func() {}}, nil
+	log.Info("policy loaded", "source", describe, "revision", engine.Revision())
+	return &policyHandle{
+		classifier: engine,
+		describe:   describe,
+		close: func() {
+			c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := engine.Close(c); err != nil {
+				log.Warn("closing the policy engine", "err", err)
+			}
+		},
+	}, nil
+}
+
+// replayPolicy compiles a policy sent to the admin API and evaluates it over
+// every recorded write of the audit log.
+func replayPolicy(gov *memory.Governor) func(ctx context.Context, files map[string]string) (any, error) {
+	return func(ctx context.Context, files map[string]string) (any, error) {
+		compiled, err := policy.Compile(ctx, policy.FileSet(files))
+		if err != nil {
+			return nil, memory.Errorf(memory.EINVALID, "the policy does not load: %v", err)
+		}
+		events, err := gov.Events(ctx, "", 0)
+		if err != nil {
+			return nil, err
+		}
+		return policy.Replay(ctx, compiled, events)
+	}
 }
 
 func policyCommand(cl *cliEnv) *ffcli.Command {
@@ -62,14 +101,33 @@ func policyCommand(cl *cliEnv) *ffcli.Command {
 }
 
 func printReplay(w io.Writer, raw json.RawMessage) error {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	var rep policy.ReplayReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
+	fmt.Fprintf(w, "Policy %s over %d recorded writes: %d same, %d changed, %d errors\n",
+		clip(rep.Revision, 12), rep.Evaluated, rep.Same, rep.Changed, rep.Errors)
+	pairs := make([]string, 0, len(rep.Transitions))
+	for k := range rep.Transitions {
+		pairs = append(pairs, k)
 	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
+	sort.Strings(pairs)
+	for _, k := range pairs {
+		fmt.Fprintf(w, "  %-16s %d\n", k, rep.Transitions[k])
+	}
+	if len(rep.Changes) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "RECORD\tSLOT\tTHEN\tNEW\tRULES\tSUMMARY")
+		for _, c := range rep.Changes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.RecordID, c.SubjectID+"/"+c.FactType, c.Old.Action, c.New.Action,
+				strings.Join(c.New.Rules, ","), clip(c.Summary, 50))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	for _, f := range rep.Failures {
+		fmt.Fprintf(w, "error on %s: %s\n", f.RecordID, f.Error)
+	}
+	return nil
 }

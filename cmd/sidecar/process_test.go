@@ -65,8 +65,27 @@ type proc struct {
 	agent  string
 	admin  string
 	token  string
-	logs   *bytes.Buffer
+	logs   *syncBuffer
 	waited chan struct{}
+}
+
+// syncBuffer collects the process's output; the test reads it while the
+// process still writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 const testToken = "test-admin-token"
@@ -74,7 +93,7 @@ const testToken = "test-admin-token"
 func startSidecar(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, agent: "http://" + freeAddr(t), admin: "http://" + freeAddr(t), token: testToken,
-		logs: &bytes.Buffer{}, waited: make(chan struct{})}
+		logs: &syncBuffer{}, waited: make(chan struct{})}
 	p.cmd = exec.Command(sidecarBinary(t), "--data-dir", dataDir,
 		"--listen", strings.TrimPrefix(p.agent, "http://"), "--admin-listen", strings.TrimPrefix(p.admin, "http://"))
 	p.cmd.Env = append(os.Environ(), append([]string{"MEMGATE_ADMIN_TOKEN=" + testToken}, extraEnv...)...)
@@ -272,4 +291,69 @@ func TestAgentListenerCannotGovern(t *testing.T) {
 	if after.Status != "pending_review" {
 		t.Fatalf("the write was decided through a refused call: %q", after.Status)
 	}
+}
+
+func TestPolicyDirReloadsWithoutRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	policyDir := t.TempDir()
+	writePolicy := func(action string) {
+		t.Helper()
+		mod := fmt.Sprintf("package memgate\n\ndecision := {\"risk\": \"low\", \"categories\": [], \"action\": %q, \"affects\": [],\n"+
+			"\t\"reasons\": [{\"rule\": \"everything_%s\", \"message\": \"test policy\"}]}\n", action, action)
+		if err := os.WriteFile(filepath.Join(policyDir, "policy.rego"), []byte(mod), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writePolicy("apply")
+	p := startSidecar(t, t.TempDir(), "MEMGATE_POLICY_DIR="+policyDir)
+	write := func() wireRecord {
+		var r wireRecord
+		p.do("POST", p.agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": "project-alpha", "summary": "auto-publish is enabled"}, &r)
+		return r
+	}
+	if r := write(); r.Status != "active" {
+		t.Fatalf("under the apply-everything policy a write is %q", r.Status)
+	}
+	writePolicy("review")
+	deadline := time.Now().Add(15 * time.Second)
+	for write().Status != "pending_review" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the changed policy was not picked up:\n%s", p.logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// A broken change is refused and the previous policy stays in force.
+	if err := os.WriteFile(filepath.Join(policyDir, "policy.rego"), []byte("package memgate\n\ndecision := {"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(p.logs.String(), "policy refused") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the broken policy was not refused:\n%s", p.logs)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if r := write(); r.Status != "pending_review" {
+		t.Fatalf("after a broken reload a write is %q, want the previous policy (review)", r.Status)
+	}
+	resp, err := http.Get(p.admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `memgate_policy_reloads_total{result="failure"} 1`) {
+		t.Fatalf("/metrics does not count the refused reload:\n%s", grepLines(string(body), "memgate_policy_reloads_total"))
+	}
+}
+
+func grepLines(s, substr string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
+	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/proxy/mem0"
@@ -35,18 +36,21 @@ import (
 // serveConfig is the sidecar's configuration: flags, each also settable as
 // MEMGATE_<NAME>.
 type serveConfig struct {
-	dataDir        string
-	listen         string
-	adminListen    string
-	policyDir      string
-	policyBundle   string
-	policyTimeout  time.Duration
-	noSync         bool
-	logLevel       string
-	logFormat      string
-	slack          slacknotify.Config
-	extractorURL   string
-	extractorModel string
+	dataDir            string
+	listen             string
+	adminListen        string
+	policyDir          string
+	policyBundle       string
+	policyTimeout      time.Duration
+	policyBundlePoll   time.Duration
+	policyBundleKey    string
+	policyBundleKeyAlg string
+	noSync             bool
+	logLevel           string
+	logFormat          string
+	slack              slacknotify.Config
+	extractorURL       string
+	extractorModel     string
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -55,6 +59,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:7601", "admin listener address (review, rollback, metrics)")
 	fs.StringVar(&c.policyDir, "policy-dir", "", "directory of Rego policy replacing the built-in default (reloaded on change)")
 	fs.StringVar(&c.policyBundle, "policy-bundle", "", "URL of an OPA bundle to pull and poll instead of a local policy")
+	fs.DurationVar(&c.policyBundlePoll, "policy-bundle-poll", policy.DefaultBundlePollInterval, "how often the bundle server is asked for a new bundle")
+	fs.StringVar(&c.policyBundleKey, "policy-bundle-key", "", "file with the PEM public key (or HMAC secret) bundles must be signed with; empty: unsigned bundles")
+	fs.StringVar(&c.policyBundleKeyAlg, "policy-bundle-key-algorithm", "RS256", "signing algorithm of --policy-bundle-key")
 	fs.DurationVar(&c.policyTimeout, "policy-timeout", 250*time.Millisecond, "bound on one policy evaluation; past it the write is parked")
 	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync each commit (faster; acknowledged writes may be lost on a crash)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -105,7 +112,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	met, err := metrics.New(reg)
+	met, err := metrics.New(reg, metrics.WithPolicyErrorReason(policy.ErrorReason))
 	if err != nil {
 		return err
 	}
@@ -152,7 +159,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log})
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	adminMux := http.NewServeMux()
-	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: pol.replay,
+	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov),
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
 		Ready: func(context.Context) error {
 			if !ready.Load() {
@@ -281,7 +288,6 @@ func loopback(addr string) bool {
 // policyHandle is the policy engine as the sidecar wires it.
 type policyHandle struct {
 	classifier memory.Classifier
-	replay     func(ctx context.Context, files map[string]string) (any, error)
 	describe   string
 	close      func()
 }
