@@ -213,9 +213,10 @@ func (c *Classifier) install(ctx context.Context, files FileSet, source string, 
 	}
 	p, err := compile(ctx, files, runTests)
 	if err != nil {
-		if ctx.Err() == nil { // a shutdown is no verdict on the policy
-			c.lastFailure = rev
+		if ctx.Err() != nil { // a shutdown or timeout is no verdict on the policy
+			return fmt.Errorf("load policy %s from %s: %w", short(rev), source, err)
 		}
+		c.lastFailure = rev
 		c.refused(rev, source, err)
 		return fmt.Errorf("refused policy %s from %s: %w", short(rev), source, err)
 	}

@@ -256,7 +256,7 @@ func TestClassifierLifecycle(t *testing.T) {
 	if err := New(Options{Bundle: BundleOptions{URL: "ftp://example/b.tar.gz"}}).Open(ctx); err == nil {
 		t.Error("a non-HTTP bundle URL was accepted")
 	}
-	c := New(Options{})
+	c := New((&recorder{}).options(Options{}))
 	if c.Revision() != "" {
 		t.Error("a revision before Open")
 	}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -37,7 +36,7 @@ type keywordFeature struct {
 
 type patternFeature struct {
 	name string
-	res  []*regexp.Regexp
+	res  []*prefiltered
 }
 
 // parseFeatures reads data.memgate.features; a policy without it gets none.
@@ -66,7 +65,7 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 	for _, name := range sortedKeys(pats) {
 		pf := patternFeature{name: name}
 		for _, p := range pats[name] {
-			re, err := regexp.Compile(p)
+			re, err := compilePrefiltered(p)
 			if err != nil {
 				return nil, fmt.Errorf("data memgate.features.patterns.%s: %w", name, err)
 			}
@@ -127,18 +126,19 @@ func (f *textFeatures) match(rec *memory.Record, norm string) ast.Object {
 		return found
 	}
 	raws := [3]string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
+	var lowered [3]string // computed on first use: most writes need none
 	for _, pf := range f.patterns {
-		if patternMatches(pf.res, raws[:]) {
+		if patternMatches(pf.res, raws[:], lowered[:]) {
 			found.Insert(ast.StringTerm(pf.name), ast.BooleanTerm(true))
 		}
 	}
 	return found
 }
 
-func patternMatches(res []*regexp.Regexp, raws []string) bool {
+func patternMatches(res []*prefiltered, raws, lowered []string) bool {
 	for _, re := range res {
-		for _, s := range raws {
-			if s != "" && re.MatchString(s) {
+		for i, s := range raws {
+			if s != "" && re.matches(s, &lowered[i]) {
 				return true
 			}
 		}

@@ -54,9 +54,32 @@ func inputValue(in *memory.PolicyInput, features *textFeatures) (ast.Value, erro
 // fields accumulates an object's key/value pairs.
 type fields []([2]*ast.Term)
 
-func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.StringTerm(k), v) }
+// keyTerms holds one term per field name of the input, built once and never
+// modified, so every input shares them instead of allocating its own.
+var keyTerms = func() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
+	for _, k := range []string{"op", "candidate", "current", "pending", "actor", "dialect",
+		"id", "slotId", "layer", "subjectId", "factType", "summary", "value", "riskLevel", "categories",
+		"status", "candidateSource", "scope", "metadata", "evidence", "affects", "supersedes", "supersededBy",
+		"rollbackPoint", "expectedHead", "decision", "review", "rollbackReason", "createdAt", "activatedAt",
+		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey,
+		"agentId", "userId", "runId", "sessionId", "remoteAddr", "client", "appId", "excerpt", "sourceRef",
+		"risk", "action", "reasons", "rule", "message", "revision", "policyError",
+		"outcome", "by", "route", "mode", "note", "at"} {
+		m[k] = ast.StringTerm(k)
+	}
+	return m
+}()
 
-func (f *fields) str(k, v string)            { *f = append(*f, item(k, ast.StringTerm(v))) }
+func item(k string, v *ast.Term) [2]*ast.Term {
+	kt, ok := keyTerms[k]
+	if !ok {
+		kt = ast.StringTerm(k)
+	}
+	return ast.Item(kt, v)
+}
+
+func (f *fields) str(k, v string)            { *f = append(*f, item(k, ast.InternedTerm(v))) }
 func (f *fields) term(k string, v *ast.Term) { *f = append(*f, item(k, v)) }
 
 // strOmit adds k unless v is empty (omitempty).

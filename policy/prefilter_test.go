@@ -1,0 +1,85 @@
+package policy
+
+import (
+	"regexp"
+	"testing"
+)
+
+// TestPrefilterNeverChangesAMatch checks the prefilter only skips texts the
+// regexp cannot match, over the default's secret patterns and tricky texts.
+func TestPrefilterNeverChangesAMatch(t *testing.T) {
+	p := compileDefault(t)
+	texts := []string{
+		"my password is hunter2", "MY PASSWORD IS Hunter2", "PaSsWoRd: x9!", "paſſword: s3cret!",
+		"api_key=sk-abcdefghijklmnop1234", "Api-Key: 12345678", "TOKEN: ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+		"Bearer abcdefghijklmnopqrstuvwxyz123", "-----BEGIN RSA PRIVATE KEY-----", "AKIAABCDEFGHIJKLMNOP",
+		"密码是 abc12345", "服务器密码：Pa55word", "令牌为 tok_12345", "the password policy needs 12 characters",
+		"nothing to see here", "", "sk-", "xoxb-1234567890-abc", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sig_abcdefgh",
+	}
+	for _, w := range realisticWrites {
+		texts = append(texts, w.summary, w.evidence)
+	}
+	checked := 0
+	for _, pf := range p.features.patterns {
+		for _, re := range pf.res {
+			plain := regexp.MustCompile(re.re.String())
+			if len(re.literals) > 0 {
+				checked++
+			}
+			for _, s := range texts {
+				var lowered string
+				if got, want := re.matches(s, &lowered), plain.MatchString(s); got != want {
+					t.Errorf("%q on %q: prefiltered %v, plain %v (literals %q)", re.re, s, got, want, re.literals)
+				}
+			}
+		}
+	}
+	if checked < 8 {
+		t.Errorf("only %d secret patterns got a prefilter", checked)
+	}
+}
+
+func TestLeadingLiterals(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+	}{
+		{`AKIA[0-9A-Z]{16}`, []string{"AKIA"}},
+		{`\bsk-[a-z]+`, []string{"sk-"}},
+		{`(?i)(password|token)\s*=`, []string{"password", "token"}},
+		{`(?i)(pass|pwd)word`, []string{"password", "pwdword"}},
+		{`(密码|口令)是`, []string{"密码是", "口令是"}},
+		{`[a-z]+@example`, nil},
+		{`a|[0-9]`, nil},
+	} {
+		p, err := compilePrefiltered(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.literals) == 0 && tc.want == nil {
+			continue
+		}
+		got := map[string]bool{}
+		for _, l := range p.literals {
+			got[l] = true
+		}
+		for _, w := range tc.want {
+			if !got[w] && !got[lowerASCII(w)] {
+				t.Errorf("%s: literals %q lack %q", tc.pattern, p.literals, w)
+			}
+		}
+		if tc.want == nil {
+			t.Errorf("%s: literals %q, want none", tc.pattern, p.literals)
+		}
+	}
+}
+
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 32
+		}
+	}
+	return string(b)
+}
