@@ -1,0 +1,177 @@
+package crash
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/bench/sidecar"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+func sidecarBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "memgate-crash-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary, buildErr = sidecar.Build(context.Background(), dir)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+func claimsOf(acked []AckKind, tried ...Op) claims {
+	c := claims{acked: map[AckKind]bool{}, tried: map[Op]bool{}}
+	for _, k := range acked {
+		c.acked[k] = true
+	}
+	for _, op := range tried {
+		c.tried[op] = true
+	}
+	return c
+}
+
+func TestCheckRecord(t *testing.T) {
+	approved := &sidecar.Review{Outcome: "approved"}
+	rejected := &sidecar.Review{Outcome: "rejected"}
+	for _, tc := range []struct {
+		name   string
+		claims claims
+		rec    sidecar.Record
+		ok     bool
+	}{
+		{"applied, still active", claimsOf([]AckKind{AckApplied}), sidecar.Record{Status: "active"}, true},
+		{"applied, superseded since", claimsOf([]AckKind{AckApplied}), sidecar.Record{Status: "superseded"}, true},
+		{"applied, back to pending", claimsOf([]AckKind{AckApplied}), sidecar.Record{Status: "pending_review"}, false},
+		{"applied, rolled back by nobody", claimsOf([]AckKind{AckApplied}), sidecar.Record{Status: "rolled_back"}, false},
+		{"applied, rollback cut off by the kill", claimsOf([]AckKind{AckApplied}, OpRollback), sidecar.Record{Status: "rolled_back"}, true},
+		{"rollback acknowledged, active again", claimsOf([]AckKind{AckApplied, AckRolledBack}, OpRollback), sidecar.Record{Status: "active"}, false},
+		{"rollback acknowledged", claimsOf([]AckKind{AckApplied, AckRolledBack}, OpRollback), sidecar.Record{Status: "rolled_back"}, true},
+		{"parked, still pending", claimsOf([]AckKind{AckParked}), sidecar.Record{Status: "pending_review"}, true},
+		{"parked, active without an approval", claimsOf([]AckKind{AckParked}), sidecar.Record{Status: "active"}, false},
+		{"parked, approval cut off", claimsOf([]AckKind{AckParked}, OpApprove), sidecar.Record{Status: "active", Review: approved}, true},
+		{"parked, rejected without a call", claimsOf([]AckKind{AckParked}), sidecar.Record{Status: "rejected"}, false},
+		{"approval acknowledged, pending again", claimsOf([]AckKind{AckParked, AckApproved}, OpApprove), sidecar.Record{Status: "pending_review"}, false},
+		{"approval acknowledged, superseded since", claimsOf([]AckKind{AckParked, AckApproved}, OpApprove), sidecar.Record{Status: "superseded", Review: approved}, true},
+		{"approval acknowledged, review lost", claimsOf([]AckKind{AckParked, AckApproved}, OpApprove), sidecar.Record{Status: "active"}, false},
+		{"approved then rolled back", claimsOf([]AckKind{AckParked, AckApproved}, OpApprove, OpRollback), sidecar.Record{Status: "rolled_back", Review: approved}, true},
+		{"rejection acknowledged", claimsOf([]AckKind{AckParked, AckRejected}, OpReject), sidecar.Record{Status: "rejected", Review: rejected}, true},
+		{"rejection acknowledged, but active", claimsOf([]AckKind{AckParked, AckRejected}, OpReject, OpApprove), sidecar.Record{Status: "active", Review: approved}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			problem := checkRecord(tc.claims, tc.rec)
+			if (problem == "") != tc.ok {
+				t.Fatalf("checkRecord = %q, want ok=%v", problem, tc.ok)
+			}
+		})
+	}
+}
+
+// TestHarnessShort is the short version CI runs: a few kill cycles of the
+// real binary under concurrent writers and a reviewer.
+func TestHarnessShort(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	var acks, progress bytes.Buffer
+	rep, err := Run(context.Background(), Config{Binary: sidecarBinary(t), DataDir: t.TempDir(), Cycles: 3,
+		Writers: 3, Reviewers: 1, MinUptime: 400 * time.Millisecond, MaxUptime: 900 * time.Millisecond,
+		Slots: 4, Seed: 8, AckLog: &acks, Progress: &progress})
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Logf("\n%s%s", progress.String(), out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("the harness found losses or a doubly active slot")
+	}
+	if rep.Cycles != 3 {
+		t.Fatalf("%d cycles run, want 3", rep.Cycles)
+	}
+	for _, k := range []AckKind{AckApplied, AckParked, AckApproved} {
+		if rep.Acked[k] == 0 {
+			t.Errorf("no %s item acknowledged: the workload did not exercise it", k)
+		}
+	}
+	if rep.ServerErrors != 0 || rep.Unexpected != 0 {
+		t.Errorf("%d server errors, %d unexpected answers", rep.ServerErrors, rep.Unexpected)
+	}
+	total := 0
+	for _, n := range rep.Acked {
+		total += n
+	}
+	if rep.Checked < total/2 {
+		t.Errorf("%d records checked for %d acknowledged items", rep.Checked, total)
+	}
+	// The ack log has one JSON line per acknowledged item.
+	lines := strings.Split(strings.TrimSpace(acks.String()), "\n")
+	if len(lines) != total {
+		t.Fatalf("ack log has %d lines, want %d", len(lines), total)
+	}
+	var first Ack
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.RecordID == "" || first.Cycle != 1 {
+		t.Fatalf("first ack line %q: %+v, %v", lines[0], first, err)
+	}
+}
+
+// TestVerifyFindsLosses proves the checks can fail: a sidecar restarted on
+// an empty data directory has lost everything acknowledged before.
+func TestVerifyFindsLosses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	ctx := context.Background()
+	p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sidecar.NewClient(p, http.DefaultClient)
+	ledger := NewLedger(nil)
+	for i := range 3 {
+		rec, status, err := c.Write(ctx, map[string]any{"layer": "checkpoint", "subjectId": "lost", "factType": fmt.Sprint("step.", i), "summary": "done"})
+		if err != nil || status != http.StatusCreated {
+			t.Fatalf("write: %d %v", status, err)
+		}
+		ledger.Ack(Ack{Kind: AckApplied, RecordID: rec.ID, Slot: slotOf(rec), Cycle: 1})
+	}
+	// Everything is there on the same sidecar.
+	v, err := verify(ctx, c, ledger, 0, 2)
+	if err != nil || len(v.losses) != 0 || v.records != 3 || v.slots != 3 {
+		t.Fatalf("same sidecar: %+v, %v", v, err)
+	}
+	p.Kill()
+
+	empty, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Kill()
+	v, err = verify(ctx, sidecar.NewClient(empty, http.DefaultClient), ledger, 0, 2)
+	if len(v.losses) != 3 {
+		t.Fatalf("empty sidecar: %d losses, want 3: %+v", len(v.losses), v.losses)
+	}
+	if !strings.Contains(v.losses[0].Problem, "not found") {
+		t.Fatalf("loss %+v does not say the record is missing", v.losses[0])
+	}
+	if err == nil {
+		t.Fatal("history of the vanished slots read without an error")
+	}
+}
