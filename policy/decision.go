@@ -9,9 +9,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// errMalformed marks a decision document that does not have the shape of
+// ErrMalformed marks a decision document that does not have the shape of
 // memory.Decision.
-var errMalformed = errors.New("malformed decision")
+var ErrMalformed = errors.New("malformed decision")
 
 var (
 	validRisks      = map[string]bool{string(memory.RiskLow): true, string(memory.RiskMedium): true, string(memory.RiskHigh): true}
@@ -26,7 +26,7 @@ func decodeDecision(v ast.Value) (memory.Decision, error) {
 	var d memory.Decision
 	obj, ok := v.(ast.Object)
 	if !ok {
-		return d, fmt.Errorf("%w: want an object, got %s", errMalformed, ast.ValueName(v))
+		return d, fmt.Errorf("%w: want an object, got %s", ErrMalformed, ast.ValueName(v))
 	}
 	var err error
 	var risk, action string
@@ -42,7 +42,7 @@ func decodeDecision(v ast.Value) (memory.Decision, error) {
 	}
 	for _, c := range d.Categories {
 		if !validCategories[c] {
-			return d, fmt.Errorf("%w: unknown category %q (want strategy, state_override or inference)", errMalformed, c)
+			return d, fmt.Errorf("%w: unknown category %q (want strategy, state_override or inference)", ErrMalformed, c)
 		}
 	}
 	if d.Reasons, err = reasonsField(obj); err != nil {
@@ -57,7 +57,7 @@ func decodeDecision(v ast.Value) (memory.Decision, error) {
 	}
 	d.Layer = memory.Layer(layer)
 	if d.Layer != "" && !d.Layer.Valid() {
-		return d, fmt.Errorf("%w: unknown layer %q", errMalformed, layer)
+		return d, fmt.Errorf("%w: unknown layer %q", ErrMalformed, layer)
 	}
 	if d.FactType, err = stringField(obj, "factType", false); err != nil {
 		return d, err
@@ -68,10 +68,10 @@ func decodeDecision(v ast.Value) (memory.Decision, error) {
 	if t := obj.Get(ast.StringTerm("value")); t != nil && !isNull(t.Value) {
 		native, err := ast.JSON(t.Value)
 		if err != nil {
-			return d, fmt.Errorf("%w: value: %v", errMalformed, err)
+			return d, fmt.Errorf("%w: value: %v", ErrMalformed, err)
 		}
 		if d.Value, err = json.Marshal(native); err != nil {
-			return d, fmt.Errorf("%w: value: %v", errMalformed, err)
+			return d, fmt.Errorf("%w: value: %v", ErrMalformed, err)
 		}
 	}
 	return d, nil
@@ -81,13 +81,13 @@ func stringField(obj ast.Object, key string, required bool) (string, error) {
 	t := obj.Get(ast.StringTerm(key))
 	if t == nil {
 		if required {
-			return "", fmt.Errorf("%w: %s is missing", errMalformed, key)
+			return "", fmt.Errorf("%w: %s is missing", ErrMalformed, key)
 		}
 		return "", nil
 	}
 	s, ok := t.Value.(ast.String)
 	if !ok {
-		return "", fmt.Errorf("%w: %s is %s, want a string", errMalformed, key, ast.ValueName(t.Value))
+		return "", fmt.Errorf("%w: %s is %s, want a string", ErrMalformed, key, ast.ValueName(t.Value))
 	}
 	return string(s), nil
 }
@@ -98,7 +98,7 @@ func enumField(obj ast.Object, key string, valid map[string]bool) (string, error
 		return "", err
 	}
 	if !valid[s] {
-		return "", fmt.Errorf("%w: %s is %q", errMalformed, key, s)
+		return "", fmt.Errorf("%w: %s is %q", ErrMalformed, key, s)
 	}
 	return s, nil
 }
@@ -108,21 +108,21 @@ func stringsField(obj ast.Object, key string, required bool) ([]string, error) {
 	t := obj.Get(ast.StringTerm(key))
 	if t == nil {
 		if required {
-			return nil, fmt.Errorf("%w: %s is missing", errMalformed, key)
+			return nil, fmt.Errorf("%w: %s is missing", ErrMalformed, key)
 		}
 		return nil, nil
 	}
 	switch t.Value.(type) {
 	case *ast.Array, ast.Set:
 	default:
-		return nil, fmt.Errorf("%w: %s is %s, want an array", errMalformed, key, ast.ValueName(t.Value))
+		return nil, fmt.Errorf("%w: %s is %s, want an array", ErrMalformed, key, ast.ValueName(t.Value))
 	}
 	out := []string{}
 	var bad error
 	each(t.Value, func(e *ast.Term) {
 		s, ok := e.Value.(ast.String)
 		if !ok && bad == nil {
-			bad = fmt.Errorf("%w: %s holds %s, want strings", errMalformed, key, ast.ValueName(e.Value))
+			bad = fmt.Errorf("%w: %s holds %s, want strings", ErrMalformed, key, ast.ValueName(e.Value))
 		}
 		out = append(out, string(s))
 	})
@@ -135,22 +135,22 @@ func stringsField(obj ast.Object, key string, required bool) ([]string, error) {
 func reasonsField(obj ast.Object) ([]memory.Reason, error) {
 	t := obj.Get(ast.StringTerm("reasons"))
 	if t == nil {
-		return nil, fmt.Errorf("%w: reasons is missing", errMalformed)
+		return nil, fmt.Errorf("%w: reasons is missing", ErrMalformed)
 	}
 	if _, ok := t.Value.(*ast.Array); !ok {
-		return nil, fmt.Errorf("%w: reasons is %s, want an array", errMalformed, ast.ValueName(t.Value))
+		return nil, fmt.Errorf("%w: reasons is %s, want an array", ErrMalformed, ast.ValueName(t.Value))
 	}
 	out := []memory.Reason{}
 	var bad error
 	each(t.Value, func(e *ast.Term) {
 		r, ok := e.Value.(ast.Object)
 		if !ok {
-			bad = fmt.Errorf("%w: a reason is %s, want {rule, message}", errMalformed, ast.ValueName(e.Value))
+			bad = fmt.Errorf("%w: a reason is %s, want {rule, message}", ErrMalformed, ast.ValueName(e.Value))
 			return
 		}
 		rule, err := stringField(r, "rule", true)
 		if err == nil && rule == "" {
-			err = fmt.Errorf("%w: a reason has an empty rule", errMalformed)
+			err = fmt.Errorf("%w: a reason has an empty rule", ErrMalformed)
 		}
 		msg, err2 := stringField(r, "message", true)
 		if bad == nil {
@@ -162,7 +162,7 @@ func reasonsField(obj ast.Object) ([]memory.Reason, error) {
 		return nil, bad
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no reasons; every decision names the rules that fired", errMalformed)
+		return nil, fmt.Errorf("%w: no reasons; every decision names the rules that fired", ErrMalformed)
 	}
 	return out, nil
 }

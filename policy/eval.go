@@ -12,12 +12,11 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
-// Errors Classify returns besides evaluation errors and context errors;
-// the governor fails closed on any of them.
+// Errors Classify returns besides evaluation errors, context errors and
+// ErrMalformed; the governor fails closed on any of them.
 var (
 	ErrUndefined       = errors.New("policy decision is undefined")
 	ErrMultipleResults = errors.New("policy decision has more than one result")
-	ErrMalformed       = errMalformed
 )
 
 // Classify evaluates the policy for one candidate. Every decision, and the
