@@ -25,6 +25,7 @@ type Compiled struct {
 	revision string
 	files    FileSet
 	features *textFeatures // nil when the policy declares none
+	data     dataCache
 	query    rego.PreparedEvalQuery
 }
 
@@ -77,7 +78,11 @@ func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, erro
 	if err != nil {
 		return nil, fmt.Errorf("compile policy: %w", err)
 	}
-	p := &Compiled{revision: rev, files: files, features: features, query: pq}
+	root, err := ast.InterfaceToValue(data)
+	if err != nil {
+		return nil, fmt.Errorf("policy data: %w", err)
+	}
+	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root}, query: pq}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
 	}
@@ -188,3 +193,22 @@ func probeInput() *memory.PolicyInput {
 		Dialect: "native",
 	}
 }
+
+// dataCache serves reads of the policy's data from one AST value shared by
+// every evaluation, as a read-only topdown.BaseCache: OPA would otherwise
+// read the store and build a per-query cache for each data reference.
+type dataCache struct{ root ast.Value }
+
+func (c dataCache) Get(ref ast.Ref) ast.Value {
+	if len(ref) == 0 || !ref[0].Equal(ast.DefaultRootDocument) {
+		return nil
+	}
+	v, err := c.root.Find(ref[1:])
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// Put ignores what the evaluator read: the cache already holds all data.
+func (dataCache) Put(ast.Ref, ast.Value) {}

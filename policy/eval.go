@@ -47,7 +47,7 @@ func (p *Compiled) decide(ctx context.Context, in *memory.PolicyInput) (memory.D
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
 	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(keepAST),
-		rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()))
+		rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()), rego.EvalBaseCache(p.data))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return memory.Decision{}, fmt.Errorf("evaluate policy: %w (%v)", ctxErr, err)
