@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -333,5 +334,49 @@ func TestRevision(t *testing.T) {
 	d, err := p.Classify(context.Background(), checkpointWrite)
 	if err != nil || d.Revision != a.Revision() || p.Revision() != a.Revision() {
 		t.Errorf("decision revision %q, policy %q, want %q (%v)", d.Revision, p.Revision(), a.Revision(), err)
+	}
+}
+
+// TestConcurrentClassifyDuringReload decides from several goroutines while
+// the policy is swapped underneath (run with -race): every decision comes
+// whole from one revision or the other.
+func TestConcurrentClassifyDuringReload(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	a, b := withoutTests(DefaultFiles()), withoutTests(withRule(t, "checkpoint", "action", "review"))
+	writePolicy(t, dir, a)
+	c := New((&recorder{}).options(Options{Dir: dir, PollInterval: time.Hour}))
+	if err := c.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	inputs := benchInputs(t)
+	revisions := map[string]bool{a.Revision(): true, b.Revision(): true}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 150 {
+				d, err := c.Classify(ctx, inputs[(g*31+i)%len(inputs)])
+				if err != nil || !revisions[d.Revision] || len(d.Reasons) == 0 {
+					errs <- fmt.Errorf("decision %+v, error %v", d, err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 6 {
+		writePolicy(t, dir, map[bool]FileSet{true: a, false: b}[i%2 == 1])
+		if err := c.Reload(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if s := c.Stats(); s.Reloads < 7 || s.EvalErrors != 0 {
+		t.Errorf("stats %+v", s)
 	}
 }
