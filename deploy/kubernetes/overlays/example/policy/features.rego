@@ -37,6 +37,8 @@ raw_texts := [
 	value_text,
 ]
 
-value_text := json.marshal(input.candidate.value) if has_value(input.candidate) else := ""
+value_text := json.marshal(input.candidate.value) if has_value(input.candidate)
+
+else := ""
 
 has_value(rec) if rec.value != null

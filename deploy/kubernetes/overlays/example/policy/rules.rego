@@ -2,18 +2,25 @@
 # risk, categories and message are in data.memgate.config.rules, so an
 # operator can retune a rule with data alone.
 #
-# Conditions test input directly where they can, first: OPA indexes rules on
-# input equalities and skips those that cannot match, and every helper rule
-# referenced costs about a microsecond.
+# Conditions on the layer, the operation and the source test input
+# directly: OPA indexes rules on such equalities and never evaluates the ones
+# that cannot match, which keeps a decision to a few microseconds. Free text
+# is decided with its derived layer put into input (see decision.rego).
 package memgate
 
-# reject: what must never be remembered.
-fired contains "secret_detected" if text_features.secret
+# --- reject: what must never be remembered
 
-# review: strategy constraints and permission boundaries, also when the text
-# states one but the writer filed it as knowledge or a preference.
+fired contains "secret_detected" if input.candidate.text_features.secret == true
+
+fired contains "secret_detected" if {
+	not input.candidate.text_features
+	computed_features.secret
+}
+
+# --- review: strategy constraints and permission boundaries
+
 fired contains strategy_rule if {
-	layer == "policy"
+	input.candidate.layer == "policy"
 	not unchanged
 }
 
@@ -21,22 +28,48 @@ strategy_rule := r if {
 	r := data.memgate.config.topics[topic].rule
 } else := "strategy_constraint"
 
+# The text states a strategy constraint the writer filed as knowledge or a
+# preference.
 fired contains "strategy_in_text" if {
-	layer in {"knowledge", "preference"}
-	data.memgate.config.topics[text_topic].layer == "policy"
+	input.candidate.layer == "knowledge"
+	text_states_policy
 }
 
-# review: replacing or deleting what is active, and racing a parked write.
-fired contains rule if {
-	input.op != "delete"
-	is_object(input.current)
-	differs(input.current)
-	rule := data.memgate.config.override_review_layers[layer]
+fired contains "strategy_in_text" if {
+	input.candidate.layer == "preference"
+	text_states_policy
+}
+
+text_states_policy if {
+	some t, _ in text_features
+	data.memgate.config.topics[t].layer == "policy"
+}
+
+# --- review: replacing or deleting a key fact, racing a parked write
+
+fired contains "state_override" if {
+	input.candidate.layer == "state"
+	overrides
+}
+
+fired contains "state_override" if {
+	input.candidate.layer == "policy"
+	overrides
+}
+
+fired contains "knowledge_override" if {
+	input.candidate.layer == "knowledge"
+	overrides
 }
 
 fired contains "delete_key_fact" if {
 	input.op == "delete"
-	layer in data.memgate.config.key_layers
+	input.candidate.layer == "state"
+}
+
+fired contains "delete_key_fact" if {
+	input.op == "delete"
+	input.candidate.layer == "policy"
 }
 
 fired contains "pending_conflict" if {
@@ -45,48 +78,83 @@ fired contains "pending_conflict" if {
 	differs(p)
 }
 
-# model inferences.
+# --- model inferences
+
 fired contains "inference_key_fact" if {
 	input.candidate.candidateSource == "model-inference"
-	layer in data.memgate.config.key_layers
+	input.candidate.layer == "state"
+	not unchanged
+}
+
+fired contains "inference_key_fact" if {
+	input.candidate.candidateSource == "model-inference"
+	input.candidate.layer == "policy"
 	not unchanged
 }
 
 fired contains "inference_unverified" if {
 	input.candidate.candidateSource == "model-inference"
+	input.candidate.layer == "knowledge"
 	input.op != "delete"
-	layer == "knowledge"
 	not has_evidence
 }
 
-# apply: the low-risk baseline of each layer. Overrides of knowledge and
-# state have none: the override rules above decide them.
-fired contains baseline
+# --- apply: the low-risk baseline of each layer; overrides of knowledge
+# and state have none, the rules above decide them.
 
-baseline := "same_as_current" if {
-	unchanged
-} else := "delete" if {
-	input.op == "delete"
-	not layer in data.memgate.config.key_layers
-} else := b if {
+fired contains "same_as_current" if unchanged
+
+fired contains "checkpoint" if {
+	input.candidate.layer == "checkpoint"
 	input.op != "delete"
-	b := {"checkpoint": "checkpoint", "preference": "preference"}[layer]
-} else := "knowledge_verified" if {
+}
+
+fired contains "preference" if {
+	input.candidate.layer == "preference"
 	input.op != "delete"
-	layer == "knowledge"
+}
+
+fired contains "knowledge_verified" if {
+	input.candidate.layer == "knowledge"
+	input.op != "delete"
 	not is_object(input.current)
 	not unverified_inference
-} else := "new_fact" if {
+}
+
+fired contains "new_fact" if {
+	input.candidate.layer == "state"
 	input.op != "delete"
-	layer == "state"
 	not is_object(input.current)
 }
+
+fired contains "delete" if {
+	input.op == "delete"
+	input.candidate.layer == "knowledge"
+}
+
+fired contains "delete" if {
+	input.op == "delete"
+	input.candidate.layer == "preference"
+}
+
+fired contains "delete" if {
+	input.op == "delete"
+	input.candidate.layer == "checkpoint"
+}
+
+# --- conditions
 
 # unchanged: the write repeats the slot's active version.
 unchanged if {
 	input.op != "delete"
 	is_object(input.current)
 	not differs(input.current)
+}
+
+overrides if {
+	input.op != "delete"
+	is_object(input.current)
+	differs(input.current)
 }
 
 unverified_inference if {

@@ -254,3 +254,8 @@ test_every_rule_is_configured if {
 		data.memgate.config.rules[r].risk in {"low", "medium", "high"}
 	}
 }
+
+# A write no rule covers has no decision, which the sidecar fails closed on.
+test_uncovered_write_is_undecided if {
+	not memgate.decision with input as write({"layer": "gossip", "summary": "x", "text_norm": " x "})
+}

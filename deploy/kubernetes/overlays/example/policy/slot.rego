@@ -2,8 +2,6 @@
 # layer or fact type) a layer, a fact type, a subject and a structured value.
 package memgate
 
-given_fact_type := object.get(input.candidate, "factType", "")
-
 # text_topic is the highest-priority topic whose keywords the text contains.
 text_topic := min({[p, t] | some t, _ in text_features; p := data.memgate.config.topics[t].priority})[1]
 
@@ -18,25 +16,37 @@ layer := l if {
 # topic: the configured topic this write is about. A writer's fact type
 # names it directly; free text gets its text's topic when that topic names a
 # slot of the write's layer.
-topic := given_fact_type if {
-	data.memgate.config.topics[given_fact_type]
+topic := t if {
+	t := input.candidate.factType
+	data.memgate.config.topics[t]
 } else := text_topic if {
-	given_fact_type == ""
-	data.memgate.config.topics[text_topic].slot
-	data.memgate.config.topics[text_topic].layer == layer
+	not input.candidate.factType
+	spec := data.memgate.config.topics[text_topic]
+	spec.slot
+	spec.layer == layer
 }
 
 default fact_type := ""
 
-fact_type := given_fact_type if {
-	given_fact_type != ""
+fact_type := t if {
+	t := input.candidate.factType
+	t != ""
 } else := topic
 
 # subject_id names the project the text mentions: "project alpha", "项目alpha"
-# and then "alpha project" all give "project-alpha".
+# and then "alpha project" all give "project-alpha". The sidecar uses it only
+# when the writer named no subject of its own, so it is derived only then
+# (no subject, or the subject the writer's scope defaults to).
 default subject_id := ""
 
-subject_id := concat("", [data.memgate.config.subject_prefix, subject_name]) if text_features["subject.marker"]
+subject_id := concat("", [data.memgate.config.subject_prefix, subject_name]) if {
+	text_features["subject.marker"]
+	subject_from_scope
+}
+
+subject_from_scope if input.candidate.subjectId == ""
+
+subject_from_scope if input.candidate.subjectId == input.candidate.scope[_]
 
 subject_name := n if {
 	n := subject_names(data.memgate.config.subject_patterns[0])[0]
@@ -66,7 +76,7 @@ value := {spec.value: v} if {
 # stated_value: a negation wins over an affirmation; else the topic's default.
 stated_value(spec) := false if {
 	text_features.negation
-} else := true if {
+} else if {
 	text_features.affirmation
 } else := spec.value_default
 
