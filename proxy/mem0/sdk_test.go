@@ -48,7 +48,7 @@ func TestMem0SDKCompatibility(t *testing.T) {
 		dropsChitChat bool
 	}{
 		{"test-policy", func(*testing.T) memory.Classifier { return memory.ClassifierFunc(testPolicy) }, true},
-		{"default-policy", func(t *testing.T) memory.Classifier { return defaultPolicy(t) }, false},
+		{"default-policy", func(t *testing.T) memory.Classifier { return defaultPolicy(t) }, true},
 	}
 	for _, pol := range policies {
 		for _, pkg := range []string{"mem0ai", "mem0ai-openclaw"} {

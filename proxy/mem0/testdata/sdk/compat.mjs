@@ -6,7 +6,7 @@
 //   MEM0_PACKAGE     which installed SDK to load (mem0ai, mem0ai-openclaw)
 //   MEMGATE_APPROVE  a test-only URL that approves every parked write
 //   MEMGATE_DROPS_CHITCHAT  set when the policy refuses small talk from
-//                    inferred adds (the default policy does not yet)
+//                    inferred adds (the default policy does)
 // Exits non-zero on the first failed expectation.
 import assert from "node:assert/strict";
 

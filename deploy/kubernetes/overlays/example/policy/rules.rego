@@ -172,3 +172,35 @@ differs(rec) := input.candidate.value != rec.value if {
 	has_value(input.candidate)
 	has_value(rec)
 } else := text != object.get(rec, "text_norm", "")
+
+# --- drop: chit-chat and questions are not memories. Only for writes a
+# dialect inferred from a conversation (Mem0 adds with infer, or extracted
+# facts): what a user or tool writes explicitly is kept as written.
+
+fired contains "not_a_memory" if {
+	from_conversation
+	chitchat_or_question
+}
+
+from_conversation if {
+	some prefix in data.memgate.config.conversation_sources
+	startswith(object.get(input.candidate, ["evidence", "sourceRef"], ""), prefix)
+}
+
+chitchat_or_question if trim_space(text) in {t | some t in data.memgate.config.chitchat}
+
+chitchat_or_question if {
+	some suffix in data.memgate.config.question_ends
+	endswith(trim_space(object.get(input.candidate, "summary", "")), suffix)
+}
+
+chitchat_or_question if {
+	some prefix in data.memgate.config.question_starts
+	startswith(trim_left(text, " "), prefix)
+}
+
+# Chinese questions carry their question word anywhere in the sentence.
+chitchat_or_question if {
+	some word in data.memgate.config.question_contains
+	contains(text, word)
+}

@@ -259,3 +259,35 @@ test_every_rule_is_configured if {
 test_uncovered_write_is_undecided if {
 	not memgate.decision with input as write({"layer": "gossip", "summary": "x", "text_norm": " x "})
 }
+
+# --- not_a_memory
+
+conversational(inp) := object.union(inp, {"candidate": object.union(inp.candidate, {"evidence": {"sourceRef": "mem0:infer:user#0"}})})
+
+test_not_a_memory_greeting if {
+	d := memgate.decision with input as conversational(text("Hi!", " hi "))
+	d.action == "reject"
+	"not_a_memory" in rules(d)
+}
+
+test_not_a_memory_question if {
+	d := memgate.decision with input as conversational(text("What is the weather like today?", " what is the weather like today "))
+	d.action == "reject"
+	"not_a_memory" in rules(d)
+}
+
+test_not_a_memory_chinese_question if {
+	d := memgate.decision with input as conversational(text("今天天气怎么样", " 今天天气怎么样 "))
+	d.action == "reject"
+}
+
+test_not_a_memory_keeps_facts if {
+	d := memgate.decision with input as conversational(text("I live in Berlin", " i live in berlin "))
+	not "not_a_memory" in rules(d)
+	d.action == "apply"
+}
+
+test_not_a_memory_only_for_conversations if {
+	d := memgate.decision with input as text("What is the weather like today?", " what is the weather like today ")
+	not "not_a_memory" in rules(d)
+}
