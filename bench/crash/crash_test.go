@@ -17,19 +17,26 @@ import (
 
 var (
 	buildOnce sync.Once
+	binDir    string
 	binary    string
 	buildErr  error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// sidecarBinary builds cmd/sidecar once for the tests of this package.
 func sidecarBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memgate-crash-bin-")
-		if err != nil {
-			buildErr = err
-			return
+		if binDir, buildErr = os.MkdirTemp("", "memgate-crash-bin-"); buildErr == nil {
+			binary, buildErr = sidecar.Build(context.Background(), binDir)
 		}
-		binary, buildErr = sidecar.Build(context.Background(), dir)
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)

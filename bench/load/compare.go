@@ -1,0 +1,119 @@
+package load
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+// Comparison is memgate's low-risk writes against the baseline's writes,
+// measured in the same run with the same rate and concurrency.
+type Comparison struct {
+	Memgate  *Result `json:"memgate"`
+	Baseline *Result `json:"baseline"`
+	// Ratios memgate/baseline of the write latency percentiles and of the
+	// write throughput (0 when memgate's mix is not writes only: then the
+	// two did not offer the same write load).
+	P50        float64 `json:"p50Ratio"`
+	P99        float64 `json:"p99Ratio"`
+	Throughput float64 `json:"throughputRatio"`
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+func (c *Comparison) compute() {
+	m, b := c.Memgate.Kinds[KindWrite], c.Baseline.Kinds[KindWrite]
+	c.P50 = ratio(float64(m.P50), float64(b.P50))
+	c.P99 = ratio(float64(m.P99), float64(b.P99))
+	if len(c.Memgate.Kinds) == 1 {
+		c.Throughput = ratio(m.Throughput, b.Throughput)
+	}
+}
+
+// CompareConfig is a run against memgate with a baseline run beside it.
+type CompareConfig struct {
+	Config
+	// BaselineDir holds the baseline's Badger database; "" = a temporary
+	// directory on the default temp filesystem. Put it on the same disk as
+	// the sidecar's data directory for a fair comparison.
+	BaselineDir string
+	// Rounds alternates memgate and baseline runs this many times (memgate
+	// first, then baseline first, ...) and pools the samples, so drift in
+	// the machine's load affects both alike.
+	Rounds int
+}
+
+// RunCompared measures memgate and the baseline in alternation. The
+// baseline runs the same rate, concurrency and duration with writes only.
+func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
+	if err := cc.defaults(); err != nil {
+		return nil, err
+	}
+	rounds := max(cc.Rounds, 1)
+	dir := cc.BaselineDir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "memgate-baseline-")
+		if err != nil {
+			return nil, fmt.Errorf("baseline: %w", err)
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	cmp := &Comparison{}
+	var base *Baseline
+	defer func() {
+		if base != nil {
+			base.Close()
+		}
+	}()
+	runMemgate := func() error {
+		r, err := Run(ctx, cc.Config)
+		if err != nil {
+			return fmt.Errorf("memgate run: %w", err)
+		}
+		if cmp.Memgate == nil {
+			cmp.Memgate = r
+		} else {
+			cmp.Memgate.Merge(r)
+		}
+		return nil
+	}
+	runBaseline := func() error {
+		if base == nil {
+			var err error
+			if base, err = StartBaseline(dir, cmp.Memgate.RecordBytes); err != nil {
+				return err
+			}
+		}
+		bc := cc.Config
+		bc.Target, bc.Dialect, bc.Mix, bc.Client = base.URL, Native, Mix{KindWrite: 1}, nil
+		r, err := Run(ctx, bc)
+		if err != nil {
+			return fmt.Errorf("baseline run: %w", err)
+		}
+		if cmp.Baseline == nil {
+			cmp.Baseline = r
+		} else {
+			cmp.Baseline.Merge(r)
+		}
+		return nil
+	}
+	for i := range rounds {
+		order := []func() error{runMemgate, runBaseline}
+		if i%2 == 1 {
+			order[0], order[1] = order[1], order[0]
+		}
+		for _, run := range order {
+			if err := run(); err != nil {
+				return cmp, err
+			}
+		}
+	}
+	cmp.compute()
+	return cmp, nil
+}

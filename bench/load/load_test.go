@@ -1,0 +1,199 @@
+package load
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/policy"
+	"github.com/memgate/memgate/proxy"
+	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/store"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(n ...int) []time.Duration {
+		out := make([]time.Duration, len(n))
+		for i, v := range n {
+			out[i] = time.Duration(v) * time.Millisecond
+		}
+		return out
+	}
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(i+1) * time.Millisecond
+	}
+	for _, tc := range []struct {
+		name   string
+		sorted []time.Duration
+		q      float64
+		want   time.Duration
+	}{
+		{"empty", nil, 0.5, 0},
+		{"one", ms(7), 0.99, 7 * time.Millisecond},
+		{"median of four is the second", ms(1, 2, 3, 4), 0.5, 2 * time.Millisecond},
+		{"p50 of 1..100", hundred, 0.50, 50 * time.Millisecond},
+		{"p99 of 1..100", hundred, 0.99, 99 * time.Millisecond},
+		{"p99.9 of 1..100 is the max", hundred, 0.999, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := percentile(tc.sorted, tc.q); got != tc.want {
+				t.Fatalf("percentile(%v) = %v, want %v", tc.q, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseMix(t *testing.T) {
+	for _, tc := range []struct {
+		in, want, err string
+	}{
+		{"write=100", "write=100", ""},
+		{"write=70, override=10,read=10,search=10", "override=10,read=10,search=10,write=70", ""},
+		{"write=1,write=2", "write=3", ""},
+		{"write", "", "want kind=weight"},
+		{"delete=1", "", "unknown kind"},
+		{"write=-1", "", "whole number"},
+		{"write=0", "", "no weight"},
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			m, err := ParseMix(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseMix(%q) = %v, %v; want error %q", tc.in, m, err, tc.err)
+				}
+				return
+			}
+			if err != nil || m.String() != tc.want {
+				t.Fatalf("ParseMix(%q) = %q, %v; want %q", tc.in, m, err, tc.want)
+			}
+		})
+	}
+	m := Mix{KindWrite: 2, KindRead: 1}
+	for n, want := range []Kind{KindWrite, KindWrite, KindRead} {
+		if got := m.pick(n); got != want {
+			t.Errorf("pick(%d) = %s, want %s", n, got, want)
+		}
+	}
+}
+
+// sidecar serves the native and Mem0 dialects in process, on a durable
+// Badger store with the built-in default policy: the real request path
+// without the binary.
+func sidecar(t *testing.T) string {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pol := policy.New(policy.Options{Logger: log})
+	if err := pol.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pol.Close(context.Background()) })
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: pol, Logger: log})
+	mux := http.NewServeMux()
+	(&proxy.Native{Gov: gov, Log: log}).Register(mux)
+	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st.DB()), Logger: log}).Register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestRunMixOnEachDialect(t *testing.T) {
+	target := sidecar(t)
+	for _, d := range []Dialect{Native, Mem0} {
+		t.Run(string(d), func(t *testing.T) {
+			res, err := Run(context.Background(), Config{Target: target, Dialect: d, Rate: 150, Concurrency: 4,
+				Duration: 800 * time.Millisecond, Warmup: 100 * time.Millisecond, Subjects: 8, Seed: 1,
+				Mix: Mix{KindWrite: 4, KindOverride: 2, KindRead: 2, KindSearch: 2}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			res.Print(&out, "memgate")
+			t.Log("\n" + out.String())
+			for _, k := range Kinds {
+				s := res.Kinds[k]
+				if s.OK == 0 || s.OK != s.Calls {
+					t.Errorf("%s: %d of %d calls succeeded: %v", k, s.OK, s.Calls, s.Failed)
+				}
+				if s.P50 <= 0 || s.P50 > s.P99 || s.P99 > s.Max {
+					t.Errorf("%s: percentiles out of order: %+v", k, s)
+				}
+			}
+			// 150/s offered for 0.8 s: about 120 calls, each measured or,
+			// when the target fell behind (the race detector slows it
+			// down), counted as never sent.
+			if n := res.All.Calls + int(res.Missed); n < 90 || n > 125 {
+				t.Errorf("%d calls measured and %d missed, want about 120 in all", res.All.Calls, res.Missed)
+			}
+			if res.RecordBytes < 200 {
+				t.Errorf("a write's answer is %d bytes: not a record", res.RecordBytes)
+			}
+		})
+	}
+}
+
+func TestRunComparedWithBaseline(t *testing.T) {
+	target := sidecar(t)
+	cmp, err := RunCompared(context.Background(), CompareConfig{Rounds: 2, BaselineDir: t.TempDir(),
+		Config: Config{Target: target, Rate: 100, Concurrency: 4, Duration: 400 * time.Millisecond, Subjects: 4, Seed: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	cmp.Print(&out)
+	t.Log("\n" + out.String())
+	m, b := cmp.Memgate.Kinds[KindWrite], cmp.Baseline.Kinds[KindWrite]
+	for name, s := range map[string]Stats{"memgate": m, "baseline": b} {
+		if s.OK < 60 || s.OK != s.Calls {
+			t.Errorf("%s: %d of %d writes succeeded over two rounds, want about 80", name, s.OK, s.Calls)
+		}
+	}
+	if cmp.P50 <= 0 || cmp.P99 <= 0 || cmp.Throughput <= 0 {
+		t.Fatalf("ratios not computed: %+v", cmp)
+	}
+	if !strings.Contains(out.String(), "memgate/baseline") {
+		t.Fatalf("report lacks the ratio line:\n%s", out.String())
+	}
+}
+
+func TestFailuresAreCountedNotTimed(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%2 == 0 {
+			http.Error(w, `{"error": {"code": "internal"}}`, http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"id": "x"}`))
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Config{Target: srv.URL, Concurrency: 2, Duration: 200 * time.Millisecond, Subjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Kinds[KindWrite]
+	if s.Failed["HTTP 500"] == 0 || s.OK == 0 || s.Calls != s.OK+s.Failed["HTTP 500"] {
+		t.Fatalf("write stats %+v, want about half failed with HTTP 500", s)
+	}
+}
+
+func TestSetupFailsOnAnUnusableTarget(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	_, err := Run(context.Background(), Config{Target: srv.URL, Duration: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "HTTP 404") {
+		t.Fatalf("Run against a 404 target = %v, want a setup error naming HTTP 404", err)
+	}
+}

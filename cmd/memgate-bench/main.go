@@ -1,0 +1,59 @@
+// Command memgate-bench measures memgate and checks its reliability
+// promises with tools anyone can rerun (see BENCHMARKS.md):
+//
+//	memgate-bench load       drive a sidecar over HTTP and compare it with a bare durable Badger write
+//	memgate-bench crash      kill -9 the sidecar under load, restart, check nothing acknowledged was lost
+//	memgate-bench footprint  resident memory idle and with a million records, time to ready
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(2)
+	case errors.Is(err, errFailed):
+		os.Exit(1) // the report says why
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "memgate-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// errFailed means a check ran and found a problem, which it reported.
+var errFailed = errors.New("check failed")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	rootFS := flag.NewFlagSet("memgate-bench", flag.ContinueOnError)
+	rootFS.SetOutput(stderr)
+	root := &ffcli.Command{
+		Name:       "memgate-bench",
+		ShortUsage: "memgate-bench <load|crash|footprint> [flags]",
+		ShortHelp:  "benchmarks and reliability checks of memgate",
+		FlagSet:    rootFS,
+		Subcommands: []*ffcli.Command{
+			loadCommand(stdout, stderr),
+			crashCommand(stdout, stderr),
+			footprintCommand(stdout, stderr),
+		},
+		Exec: func(context.Context, []string) error { return flag.ErrHelp },
+	}
+	if err := root.Parse(args); err != nil {
+		return err
+	}
+	return root.Run(ctx)
+}
