@@ -3,8 +3,11 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
@@ -56,4 +59,229 @@ func BenchmarkBareBadgerWrite(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+}
+
+// The benchmarks below time one operation at a time on a durable store
+// and report p50/p99 latency beside ns/op. What they need in the store is
+// loaded first through a store opened without sync (faster; the data is
+// the same), which is then reopened durable for the measured part.
+
+// latencies collects the duration of each measured operation.
+type latencies []time.Duration
+
+func (l *latencies) time(fn func()) {
+	start := time.Now()
+	fn()
+	*l = append(*l, time.Since(start))
+}
+
+func (l latencies) report(b *testing.B) {
+	if len(l) == 0 {
+		return
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	at := func(q float64) float64 { return float64(s[min(len(s)-1, int(q*float64(len(s))))].Nanoseconds()) }
+	b.ReportMetric(at(0.50), "p50-ns")
+	b.ReportMetric(at(0.99), "p99-ns")
+}
+
+func benchGovernor(b *testing.B, dir string, noSync bool) (*store.Store, *memory.Governor) {
+	b.Helper()
+	st, err := store.Open(store.Options{Dir: dir, NoSync: noSync})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Outbox: true})
+}
+
+// preload writes through a governor on a NoSync store in dir, with 8
+// writers, then closes it.
+func preload(b *testing.B, dir string, n int, cand func(i int) memory.Candidate) []*memory.SubmitResult {
+	b.Helper()
+	st, gov := benchGovernor(b, dir, true)
+	defer st.Close()
+	out := make([]*memory.SubmitResult, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				res, err := gov.Submit(context.Background(), cand(i))
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				out[i] = res
+			}
+		})
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// BenchmarkTransitions times the governor's transitions one at a time on a
+// durable store (each includes its commit's fsync): a low-risk write that
+// applies, one that parks, and the approval and rejection of parked ones.
+func BenchmarkTransitions(b *testing.B) {
+	ctx := context.Background()
+	b.Run("submit-apply", func(b *testing.B) {
+		st, gov := benchGovernor(b, b.TempDir(), false)
+		defer st.Close()
+		var lat latencies
+		for i := 0; b.Loop(); i++ {
+			lat.time(func() {
+				if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task",
+					FactType: fmt.Sprintf("step.%d", i), Summary: "step done"}); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
+		lat.report(b)
+	})
+	b.Run("submit-park", func(b *testing.B) {
+		st, gov := benchGovernor(b, b.TempDir(), false)
+		defer st.Close()
+		var lat latencies
+		for i := 0; b.Loop(); i++ {
+			lat.time(func() {
+				res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerPolicy, SubjectID: "project",
+					FactType: fmt.Sprintf("rule.%d", i), Summary: "deploys need a human"})
+				if err != nil || res.Outcome != memory.OutcomeParked {
+					b.Fatal(res, err)
+				}
+			})
+		}
+		lat.report(b)
+	})
+	for _, approve := range []bool{true, false} {
+		name := map[bool]string{true: "approve", false: "reject"}[approve]
+		b.Run(name, func(b *testing.B) {
+			dir := b.TempDir()
+			parked := preload(b, dir, b.N, func(i int) memory.Candidate {
+				return memory.Candidate{Layer: memory.LayerPolicy, SubjectID: "project", FactType: fmt.Sprintf("rule.%d", i), Summary: "deploys need a human"}
+			})
+			st, gov := benchGovernor(b, dir, false)
+			defer st.Close()
+			var lat latencies
+			b.ResetTimer()
+			for i := range b.N {
+				lat.time(func() {
+					var err error
+					if approve {
+						_, err = gov.Approve(ctx, parked[i].Record.ID, memory.Review{By: "bench"})
+					} else {
+						_, err = gov.Reject(ctx, parked[i].Record.ID, memory.Review{By: "bench"})
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+			b.StopTimer()
+			lat.report(b)
+		})
+	}
+}
+
+// BenchmarkRollbackOne rolls back one record (the head of a slot of two
+// versions, so the older one is restored), durably.
+func BenchmarkRollbackOne(b *testing.B) {
+	dir := b.TempDir()
+	written := preload(b, dir, 2*b.N, func(i int) memory.Candidate {
+		return memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task", FactType: fmt.Sprintf("step.%d", i/2),
+			Summary: fmt.Sprintf("version %d", i)}
+	})
+	st, gov := benchGovernor(b, dir, false)
+	defer st.Close()
+	var heads []string
+	for _, w := range written {
+		if w.Record.Status == memory.StatusActive {
+			if r, err := gov.Get(context.Background(), w.Record.SlotID); err == nil && r.ID == w.Record.ID {
+				heads = append(heads, r.ID)
+			}
+		}
+	}
+	if len(heads) != b.N {
+		b.Fatalf("%d heads for %d slots", len(heads), b.N)
+	}
+	var lat latencies
+	b.ResetTimer()
+	for i := range b.N {
+		lat.time(func() {
+			res, err := gov.Rollback(context.Background(), heads[i], false, "bench", "bench")
+			if err != nil || res.Restored == nil {
+				b.Fatal(res, err)
+			}
+		})
+	}
+	b.StopTimer()
+	lat.report(b)
+}
+
+// BenchmarkQuarantineRun quarantines a run that wrote 10,000 times: two
+// versions in each of 5,000 slots (DESIGN §7: ≤ 1 s). Each iteration loads
+// a fresh run first, untimed. Run it with -benchtime 3x.
+func BenchmarkQuarantineRun(b *testing.B) {
+	const writes = 10_000
+	dir := b.TempDir()
+	for i := range b.N {
+		b.StopTimer()
+		run := fmt.Sprintf("run-%d", i)
+		preload(b, dir, writes, func(j int) memory.Candidate {
+			return memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: fmt.Sprintf("task-%d-%d", i, j%100),
+				FactType: fmt.Sprintf("step.%d", j/2), Summary: fmt.Sprintf("version %d", j),
+				Actor: memory.Actor{AgentID: "agent", RunID: run}}
+		})
+		st, gov := benchGovernor(b, dir, false)
+		b.StartTimer()
+		res, err := gov.Quarantine(context.Background(), "run", run, "bench", "bench")
+		b.StopTimer()
+		if err != nil || len(res.RolledBack)+len(res.Retracted) != writes {
+			b.Fatalf("quarantine: %d rolled back, %d retracted, %v", len(res.RolledBack), len(res.Retracted), err)
+		}
+		st.Close()
+	}
+	b.ReportMetric(float64(writes), "writes/run")
+}
+
+// BenchmarkSearch10k lists and searches the active layer of a subject with
+// 10,000 active records (DESIGN §7: p50 ≤ 1 ms).
+func BenchmarkSearch10k(b *testing.B) {
+	dir := b.TempDir()
+	words := []string{"amber", "basil", "cedar", "daisy", "ember", "fern", "ginger", "hazel", "iris", "jade",
+		"juniper", "kiwi", "lemon", "lilac", "maple", "mint", "olive", "pearl", "plum", "sage"}
+	preload(b, dir, 10_000, func(i int) memory.Candidate {
+		return memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "big", FactType: fmt.Sprintf("fact.%d", i),
+			Summary: fmt.Sprintf("fact %d mentions %s and %s among other things", i, words[i%20], words[(i/20)%20])}
+	})
+	st, gov := benchGovernor(b, dir, false)
+	defer st.Close()
+	for _, tc := range []struct {
+		name  string
+		query string
+		want  int
+	}{
+		{"list-all", "", 10_000},
+		{"one-word", "cedar", 975},        // about one record in ten
+		{"two-words", "cedar ginger", 50}, // one in two hundred
+		{"no-match", "zebra", 0},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var lat latencies
+			for b.Loop() {
+				lat.time(func() {
+					recs, err := gov.List(context.Background(), memory.ListFilter{SubjectID: "big", Query: tc.query})
+					if err != nil || len(recs) != tc.want {
+						b.Fatalf("%d records, %v; want %d", len(recs), err, tc.want)
+					}
+				})
+			}
+			lat.report(b)
+		})
+	}
 }
