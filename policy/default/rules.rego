@@ -178,6 +178,7 @@ differs(rec) := input.candidate.value != rec.value if {
 # facts): what a user or tool writes explicitly is kept as written.
 
 fired contains "not_a_memory" if {
+	input.dialect == "mem0" # indexed: other dialects skip the rule
 	from_conversation
 	chitchat_or_question
 }
@@ -187,7 +188,7 @@ from_conversation if {
 	startswith(object.get(input.candidate, ["evidence", "sourceRef"], ""), prefix)
 }
 
-chitchat_or_question if trim_space(text) in {t | some t in data.memgate.config.chitchat}
+chitchat_or_question if data.memgate.config.chitchat[trim_space(text)]
 
 chitchat_or_question if {
 	some suffix in data.memgate.config.question_ends

@@ -262,7 +262,7 @@ test_uncovered_write_is_undecided if {
 
 # --- not_a_memory
 
-conversational(inp) := object.union(inp, {"candidate": object.union(inp.candidate, {"evidence": {"sourceRef": "mem0:infer:user#0"}})})
+conversational(inp) := object.union(inp, {"dialect": "mem0", "candidate": object.union(inp.candidate, {"evidence": {"sourceRef": "mem0:infer:user#0"}})})
 
 test_not_a_memory_greeting if {
 	d := memgate.decision with input as conversational(text("Hi!", " hi "))
