@@ -13,52 +13,74 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
+// durability modes the write benchmarks compare: Badger syncing each
+// commit (SyncWrites) and commits sharing syncs (Options.GroupCommit).
+var durability = []struct {
+	name string
+	opts store.Options
+}{
+	{"syncwrites", store.Options{}},
+	{"groupcommit", store.Options{GroupCommit: true}},
+}
+
 // BenchmarkSubmitLowRisk is the governor's apply path on a durable Badger
-// store: one new fact per write, writers in parallel (group commit).
+// store: one new fact per write, 32 writers in parallel.
 func BenchmarkSubmitLowRisk(b *testing.B) {
-	st, err := store.Open(store.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			_, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
-				SubjectID: fmt.Sprintf("task-%d", i%64), FactType: fmt.Sprintf("step.%d", i), Summary: "step done"})
+	for _, d := range durability {
+		b.Run(d.name, func(b *testing.B) {
+			o := d.opts
+			o.Dir = b.TempDir()
+			st, err := store.Open(o)
 			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+			defer st.Close()
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+			var n atomic.Int64
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					_, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
+						SubjectID: fmt.Sprintf("task-%d", i%64), FactType: fmt.Sprintf("step.%d", i), Summary: "step done"})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+		})
+	}
 }
 
 // BenchmarkBareBadgerWrite is the baseline: one durable Badger transaction
-// writing one JSON record, writers in parallel.
+// writing one JSON record, 32 writers in parallel.
 func BenchmarkBareBadgerWrite(b *testing.B) {
-	st, err := store.Open(store.Options{Dir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	var n atomic.Int64
-	b.SetParallelism(16)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			err := st.Put(context.Background(), "bench", fmt.Sprint(i), []byte(`{"layer":"checkpoint","subjectId":"task","summary":"step done"}`))
+	for _, d := range durability {
+		b.Run(d.name, func(b *testing.B) {
+			o := d.opts
+			o.Dir = b.TempDir()
+			st, err := store.Open(o)
 			if err != nil {
 				b.Fatal(err)
 			}
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+			defer st.Close()
+			var n atomic.Int64
+			b.SetParallelism(16)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := n.Add(1)
+					err := st.Put(context.Background(), "bench", fmt.Sprint(i), []byte(`{"layer":"checkpoint","subjectId":"task","summary":"step done"}`))
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+		})
+	}
 }
 
 // The benchmarks below time one operation at a time on a durable store
@@ -129,20 +151,28 @@ func preload(b *testing.B, dir string, n int, cand func(i int) memory.Candidate)
 // applies, one that parks, and the approval and rejection of parked ones.
 func BenchmarkTransitions(b *testing.B) {
 	ctx := context.Background()
-	b.Run("submit-apply", func(b *testing.B) {
-		st, gov := benchGovernor(b, b.TempDir(), false)
-		defer st.Close()
-		var lat latencies
-		for i := 0; b.Loop(); i++ {
-			lat.time(func() {
-				if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task",
-					FactType: fmt.Sprintf("step.%d", i), Summary: "step done"}); err != nil {
-					b.Fatal(err)
-				}
-			})
-		}
-		lat.report(b)
-	})
+	for _, d := range durability {
+		b.Run("submit-apply/"+d.name, func(b *testing.B) {
+			o := d.opts
+			o.Dir = b.TempDir()
+			st, err := store.Open(o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Outbox: true})
+			var lat latencies
+			for i := 0; b.Loop(); i++ {
+				lat.time(func() {
+					if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task",
+						FactType: fmt.Sprintf("step.%d", i), Summary: "step done"}); err != nil {
+						b.Fatal(err)
+					}
+				})
+			}
+			lat.report(b)
+		})
+	}
 	b.Run("submit-park", func(b *testing.B) {
 		st, gov := benchGovernor(b, b.TempDir(), false)
 		defer st.Close()

@@ -39,8 +39,11 @@ func (s *Store) Put(ctx context.Context, namespace, k string, v []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if s.logs != nil && len(v) >= valueThreshold {
+		s.logs.markVlog()
+	}
 	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(key("kv/", namespace, k), v) }); err != nil {
 		return fmt.Errorf("store: put %s/%s: %w", namespace, k, err)
 	}
-	return nil
+	return s.durable()
 }

@@ -24,6 +24,10 @@ type Options struct {
 	// NoSync relaxes durability: commits return before the write reaches the
 	// disk. Acknowledged writes may then be lost on a crash.
 	NoSync bool
+	// GroupCommit keeps every commit durable but lets concurrent commits
+	// share one fsync (see groupCommit) instead of taking one each. Writes
+	// made directly through DB() are then durable only after Sync.
+	GroupCommit bool
 	// InMemory keeps everything in memory (tests and benchmarks only).
 	InMemory bool
 	Logger   *slog.Logger
@@ -38,6 +42,10 @@ type Options struct {
 type Store struct {
 	db  *badger.DB
 	log *slog.Logger
+	// In group commit mode: the syncer of Badger's logs and the group
+	// that shares its syncs; both nil otherwise.
+	logs  *logSyncer
+	group *groupCommit
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -56,9 +64,10 @@ func Open(o Options) (*Store, error) {
 	if o.Dir == "" && !o.InMemory {
 		return nil, errors.New("store: a data directory is required")
 	}
+	group := o.GroupCommit && !o.NoSync && !o.InMemory
 	opts := badger.DefaultOptions(o.Dir).
 		WithInMemory(o.InMemory).
-		WithSyncWrites(!o.NoSync).
+		WithSyncWrites(!o.NoSync && !group).
 		WithLogger(badgerLogger{o.Logger}).
 		WithMemTableSize(o.MemTableSize).
 		WithNumMemtables(3).
@@ -67,19 +76,59 @@ func Open(o Options) (*Store, error) {
 		WithBlockCacheSize(o.BlockCacheSize).
 		WithIndexCacheSize(4 << 20).
 		WithValueLogFileSize(64 << 20).
-		WithValueThreshold(4 << 10).
+		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(false)
 	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", o.Dir, err)
 	}
-	return &Store{db: db, log: o.Logger}, nil
+	s := &Store{db: db, log: o.Logger}
+	if group {
+		if s.logs, err = newLogSyncer(o.Dir); err != nil {
+			db.Close()
+			return nil, err
+		}
+		s.group = newGroupCommit(s.logs.sync)
+	}
+	return s, nil
+}
+
+// valueThreshold is the value size from which Badger keeps values in its
+// value log rather than in the tree.
+const valueThreshold = 4 << 10
+
+// Sync makes everything committed so far durable, including writes made
+// directly through DB(). Update and Put are durable on their own.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.group == nil {
+		return nil // Badger syncs each commit itself, or nothing is synced
+	}
+	s.logs.markVlog() // DB() writes may hold large values
+	return s.durable()
+}
+
+// durable waits until what the caller committed is on disk.
+func (s *Store) durable() error {
+	if s.group == nil {
+		return nil
+	}
+	if err := s.group.wait(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
 }
 
 // Close flushes and closes the database.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close() // flushes and syncs everything
+	if s.logs != nil {
+		err = errors.Join(err, s.logs.close())
+	}
+	if err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
@@ -103,14 +152,14 @@ func (s *Store) Update(ctx context.Context, fn func(memory.Tx) error) error {
 			return fmt.Errorf("store: update: %w", err)
 		}
 		txn := s.db.NewTransaction(true)
-		err := fn(&tx{txn: txn})
+		err := fn(&tx{txn: txn, logs: s.logs})
 		if err == nil {
 			err = txn.Commit()
 		}
 		txn.Discard()
 		switch {
 		case err == nil:
-			return nil
+			return s.durable()
 		case errors.Is(err, badger.ErrConflict) && attempt < maxAttempts:
 			time.Sleep(time.Duration(rand.IntN(50*attempt)) * time.Microsecond)
 			continue

@@ -40,7 +40,10 @@ func key(parts ...string) []byte {
 	return b.Bytes()
 }
 
-type tx struct{ txn *badger.Txn }
+type tx struct {
+	txn  *badger.Txn
+	logs *logSyncer // in group commit mode, told of values for the value log
+}
 
 var _ memory.Tx = (*tx)(nil)
 
@@ -68,6 +71,9 @@ func (t *tx) put(k []byte, v any) error {
 }
 
 func (t *tx) set(k, v []byte) error {
+	if t.logs != nil && len(v) >= valueThreshold {
+		t.logs.markVlog()
+	}
 	if err := t.txn.Set(k, v); err != nil {
 		return fmt.Errorf("set %q: %w", k, err)
 	}
