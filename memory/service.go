@@ -544,10 +544,15 @@ func (g *Governor) rollbackHead(tx Tx, st SlotState, res *RollbackResult, reason
 	}
 	res.RolledBack = append(res.RolledBack, eff.Records[0])
 	res.Restored = nil
+	// The slot's new state is what was just written: the slot with its new
+	// head, the restored version, and the same pending writes (a rollback
+	// decides none). Reloading it costs an index scan per version undone.
+	next := SlotState{Slot: eff.Slots[0], Pending: st.Pending}
 	if restore != nil {
 		res.Restored = eff.Records[1]
+		next.Head = eff.Records[1]
 	}
-	return loadSlot(tx, head.SlotID)
+	return next, nil
 }
 
 // restoreTarget follows a rollback point back past versions that were
@@ -654,10 +659,15 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 			return err
 		}
 	}
+	undone := map[string]bool{}
 	for _, r := range rb.RolledBack {
 		res.RolledBack = append(res.RolledBack, r.ID)
+		undone[r.ID] = true
 	}
 	for _, id := range sortedKeys(ids) {
+		if undone[id] {
+			continue // rolled back just above
+		}
 		rec, err := tx.Record(id)
 		if err != nil {
 			return err
@@ -680,8 +690,13 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 		if err := g.apply(tx, &eff); err != nil {
 			return err
 		}
-		if st, err = loadSlot(tx, slotID); err != nil {
-			return err
+		if rec.Status == StatusPending && rec.SlotID == slotID {
+			// The rejection touched the slot and took the write off its
+			// pending list; a retraction changed neither.
+			if len(eff.Slots) > 0 {
+				st.Slot = eff.Slots[0]
+			}
+			st.Pending = others(st.Pending, id)
 		}
 	}
 	if st.Slot != nil {
