@@ -48,6 +48,25 @@ type ReadTx interface {
 	ScanNotices(fn func(*Notice) bool) error
 }
 
+// ActiveEntry is what a store's index of active records may hold about a
+// record: the fields a ListFilter tests, so List can skip loading the
+// records that do not pass.
+type ActiveEntry struct {
+	ID        string
+	SubjectID string
+	Layer     Layer
+	Scope     Scope
+	Summary   string
+}
+
+// ActiveIndex is implemented by read transactions whose index of active
+// records carries ActiveEntry fields. fn gets ok false for an entry the
+// index holds no fields for (written before the store kept them); the
+// record must then be loaded to be tested.
+type ActiveIndex interface {
+	ScanActiveEntries(subjectID string, fn func(e ActiveEntry, ok bool) (more bool, err error)) error
+}
+
 // Tx is a read-write transaction.
 type Tx interface {
 	ReadTx

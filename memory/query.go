@@ -74,6 +74,23 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	words := strings.Fields(strings.ToLower(f.Query))
 	out := []*Record{}
 	err := g.store.View(ctx, func(tx ReadTx) error {
+		if ix, ok := tx.(ActiveIndex); ok {
+			// Test the filter on the index first: decoding every record of
+			// a large subject costs far more than the few that match.
+			return ix.ScanActiveEntries(f.SubjectID, func(e ActiveEntry, indexed bool) (bool, error) {
+				if indexed && !f.Match(&Record{SubjectID: e.SubjectID, Layer: e.Layer, Scope: e.Scope, Summary: e.Summary}, words) {
+					return true, nil
+				}
+				r, err := tx.Record(e.ID)
+				if err != nil {
+					return false, err
+				}
+				if f.Match(r, words) {
+					out = append(out, r)
+				}
+				return f.Limit <= 0 || len(out) < f.Limit, nil
+			})
+		}
 		return tx.ScanActive(f.SubjectID, func(r *Record) bool {
 			if f.Match(r, words) {
 				out = append(out, r)

@@ -20,7 +20,7 @@ import (
 //	sr/<slot>\0<record>        every record of a slot
 //	sp/<slot>\0<record>        pending records of a slot
 //	ss/<subject>\0<slot>       slots of a subject
-//	a/<subject>\0<record>      active records
+//	a/<subject>\0<record>      active records (value: what a list filter tests)
 //	q/<record>                 review queue
 //	xr/<run or session>\0<rec> records by run
 //	xa/<agent or user>\0<rec>  records by actor
@@ -271,12 +271,95 @@ func (t *tx) PutRecord(r *memory.Record) error {
 	}); err != nil {
 		return err
 	}
-	if err := t.index(old, r, memory.StatusActive, func(x *memory.Record) [][]byte {
-		return [][]byte{key("a/", x.SubjectID, x.ID)}
-	}); err != nil {
-		return err
+	if old != nil && old.Status == memory.StatusActive {
+		if err := t.del(key("a/", old.SubjectID, old.ID)); err != nil {
+			return err
+		}
+	}
+	if r.Status == memory.StatusActive {
+		if err := t.set(key("a/", r.SubjectID, r.ID), activeValue(r)); err != nil {
+			return err
+		}
 	}
 	return t.put(key("r/", r.ID), r)
+}
+
+// The index of active records (a/) holds, as the value of each key, the
+// fields a list filter tests (memory.ActiveEntry): a version byte, then
+// layer and scope ids each ended by 0x00 (ids never hold control
+// characters), then the summary. A record with a summary too long to keep
+// the value small gets an empty value, as do entries written before the
+// index held fields: readers then load the record.
+const (
+	activeValueV1     = 1
+	maxIndexedSummary = 2 << 10
+)
+
+func activeValue(r *memory.Record) []byte {
+	if len(r.Summary) > maxIndexedSummary {
+		return nil
+	}
+	var b bytes.Buffer
+	b.WriteByte(activeValueV1)
+	for _, f := range []string{string(r.Layer), r.Scope.UserID, r.Scope.AgentID, r.Scope.AppID, r.Scope.RunID} {
+		b.WriteString(f)
+		b.WriteByte(0)
+	}
+	b.WriteString(r.Summary)
+	return b.Bytes()
+}
+
+func parseActiveValue(v []byte, e *memory.ActiveEntry) bool {
+	if len(v) == 0 || v[0] != activeValueV1 {
+		return false
+	}
+	v = v[1:]
+	var fields [5]string
+	for i := range fields {
+		end := bytes.IndexByte(v, 0)
+		if end < 0 {
+			return false
+		}
+		fields[i], v = string(v[:end]), v[end+1:]
+	}
+	e.Layer = memory.Layer(fields[0])
+	e.Scope = memory.Scope{UserID: fields[1], AgentID: fields[2], AppID: fields[3], RunID: fields[4]}
+	e.Summary = string(v)
+	return true
+}
+
+var _ memory.ActiveIndex = (*tx)(nil)
+
+// ScanActiveEntries calls fn for each entry of the index of active
+// records, of one subject when subjectID is not empty, in key order.
+func (t *tx) ScanActiveEntries(subjectID string, fn func(e memory.ActiveEntry, ok bool) (bool, error)) error {
+	prefix := []byte("a/")
+	if subjectID != "" {
+		prefix = append(key("a/", subjectID), 0)
+	}
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false // small values live in the tree: read in place
+	opts.Prefix = prefix
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
+		item := it.Item()
+		k := item.Key()[2:] // <subject>\0<record>
+		sep := bytes.LastIndexByte(k, 0)
+		if sep < 0 {
+			return fmt.Errorf("malformed active index key %q", item.Key())
+		}
+		e := memory.ActiveEntry{SubjectID: string(k[:sep]), ID: string(k[sep+1:])}
+		var ok bool
+		if err := item.Value(func(v []byte) error { ok = parseActiveValue(v, &e); return nil }); err != nil {
+			return fmt.Errorf("read active index %q: %w", item.Key(), err)
+		}
+		more, err := fn(e, ok)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
 }
 
 // index keeps the keys of a status index: removed when a record leaves the
