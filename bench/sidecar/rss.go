@@ -10,8 +10,10 @@ import (
 
 // Memory is a process's resident set as the kernel reports it.
 type Memory struct {
-	RSS  int64 // bytes resident now (VmRSS)
-	Peak int64 // the most ever resident (VmHWM)
+	RSS  int64 `json:"rss"`  // bytes resident now (VmRSS)
+	Anon int64 `json:"anon"` // of which anonymous memory: the Go heap, stacks (RssAnon)
+	File int64 `json:"file"` // of which mapped file pages: Badger's tables and logs (RssFile)
+	Peak int64 `json:"peak"` // the most ever resident (VmHWM)
 }
 
 // MemoryOf reads /proc/<pid>/status (Linux only).
@@ -25,7 +27,8 @@ func MemoryOf(pid int) (Memory, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (name != "VmRSS" && name != "VmHWM") {
+		field := map[string]*int64{"VmRSS": &m.RSS, "VmHWM": &m.Peak, "RssAnon": &m.Anon, "RssFile": &m.File}[name]
+		if !ok || field == nil {
 			continue
 		}
 		fields := strings.Fields(rest) // "12345 kB"
@@ -36,11 +39,7 @@ func MemoryOf(pid int) (Memory, error) {
 		if err != nil {
 			return m, fmt.Errorf("process memory: %s: %w", name, err)
 		}
-		if name == "VmRSS" {
-			m.RSS = kb << 10
-		} else {
-			m.Peak = kb << 10
-		}
+		*field = kb << 10
 	}
 	if err := sc.Err(); err != nil {
 		return m, fmt.Errorf("process memory: %w", err)
