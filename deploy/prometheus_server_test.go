@@ -23,6 +23,8 @@ import (
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
+
+	benchsidecar "github.com/memgate/memgate/bench/sidecar"
 )
 
 // TestPrometheusFiresTheRollbackAlert runs the real sidecar binary,
@@ -224,12 +226,7 @@ func buildSidecar(t *testing.T) string {
 			sidecarErr = err
 			return
 		}
-		sidecarBin = filepath.Join(dir, "memgate")
-		cmd := exec.Command("go", "build", "-o", sidecarBin, "./cmd/sidecar")
-		cmd.Dir = ".."
-		if out, err := cmd.CombinedOutput(); err != nil {
-			sidecarErr = fmt.Errorf("go build ./cmd/sidecar: %v\n%s", err, out)
-		}
+		sidecarBin, sidecarErr = benchsidecar.Build(context.Background(), dir)
 	})
 	if sidecarErr != nil {
 		t.Fatal(sidecarErr)

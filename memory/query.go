@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"time"
 )
@@ -274,9 +273,4 @@ func (g *Governor) Events(ctx context.Context, after string, limit int) ([]*Even
 		})
 	})
 	return out, err
-}
-
-// sortByCreated orders records oldest first (ids are ULIDs).
-func sortByCreated(rs []*Record) {
-	sort.Slice(rs, func(i, j int) bool { return rs[i].ID < rs[j].ID })
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -627,7 +628,7 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 	// A record approved as append moved to its own slot; the index still
 	// finds it by id, and loading it inside the batch sees its current slot.
 	res := &BulkResult{RolledBack: []string{}, Retracted: []string{}, Rejected: []string{}}
-	err = g.bulk(ctx, keys(bySlot), func(tx Tx, slotID string, now time.Time) error {
+	err = g.bulk(ctx, slices.Collect(maps.Keys(bySlot)), func(tx Tx, slotID string, now time.Time) error {
 		return g.quarantineSlot(tx, slotID, bySlot[slotID], res, reason, by, now)
 	})
 	if err != nil {
@@ -664,7 +665,7 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 		res.RolledBack = append(res.RolledBack, r.ID)
 		undone[r.ID] = true
 	}
-	for _, id := range sortedKeys(ids) {
+	for _, id := range newestFirst(ids) {
 		if undone[id] {
 			continue // rolled back just above
 		}
@@ -794,20 +795,10 @@ func (g *Governor) bulkBatch(ctx context.Context, slots []string, fn func(Tx, st
 // exceed its size limit.
 var ErrTxnTooBig = errors.New("transaction too big")
 
-func keys(m map[string]map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(out))) // newest first
+// newestFirst returns the ids (ULIDs, sortable by time) newest first.
+func newestFirst(m map[string]bool) []string {
+	out := slices.Sorted(maps.Keys(m))
+	slices.Reverse(out)
 	return out
 }
 
