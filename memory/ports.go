@@ -94,6 +94,24 @@ type Classifier interface {
 	Classify(ctx context.Context, in *PolicyInput) (Decision, error)
 }
 
+// Placement is where policy puts a free-text memory: the slot fields its
+// text implies. The governor uses a field only where the writer left it
+// empty.
+type Placement struct {
+	Layer     Layer
+	FactType  string
+	SubjectID string
+	Value     json.RawMessage
+}
+
+// Placer is a Classifier that places free text with a query of its own,
+// far cheaper than a decision. The governor asks it before deciding; a
+// Classifier that is not a Placer places through the slot fields of a
+// decision.
+type Placer interface {
+	Place(ctx context.Context, in *PolicyInput) (Placement, error)
+}
+
 // ClassifierFunc adapts a function to Classifier (tests inject decisions).
 type ClassifierFunc func(ctx context.Context, in *PolicyInput) (Decision, error)
 

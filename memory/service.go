@@ -221,18 +221,18 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 	}
 	if rec.Layer == "" || rec.FactType == "" || subjectFromScope {
 		in := &PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect}
-		dec := g.classify(ctx, in)
-		if rec.Layer == "" && dec.Layer.Valid() {
-			rec.Layer = dec.Layer
+		pl := g.place(ctx, in)
+		if rec.Layer == "" && pl.Layer.Valid() {
+			rec.Layer = pl.Layer
 		}
 		if rec.FactType == "" {
-			rec.FactType = dec.FactType
+			rec.FactType = pl.FactType
 		}
-		if subjectFromScope && dec.SubjectID != "" {
-			rec.SubjectID = dec.SubjectID
+		if subjectFromScope && pl.SubjectID != "" {
+			rec.SubjectID = pl.SubjectID
 		}
-		if len(rec.Value) == 0 && len(dec.Value) > 0 && json.Valid(dec.Value) {
-			rec.Value = dec.Value
+		if len(rec.Value) == 0 && len(pl.Value) > 0 && json.Valid(pl.Value) {
+			rec.Value = pl.Value
 		}
 	}
 	if rec.Layer == "" {
@@ -260,6 +260,28 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 
 // classify evaluates policy and fails closed: any error, timeout or invalid
 // decision parks the write with reason policy_error.
+// place asks policy where free text goes. A failure places nothing: the
+// write keeps what its writer gave (knowledge, a slot of its own), and the
+// decision that follows fails closed if the policy is broken.
+func (g *Governor) place(ctx context.Context, in *PolicyInput) Placement {
+	placer, ok := g.policy.(Placer)
+	if !ok {
+		d := g.classify(ctx, in)
+		return Placement{Layer: d.Layer, FactType: d.FactType, SubjectID: d.SubjectID, Value: d.Value}
+	}
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	pl, err := placer.Place(ctx, in)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		g.log.Warn("policy placement failed; keeping the writer's slot fields", "err", err, "record", in.Candidate.ID)
+		return Placement{}
+	}
+	return pl
+}
+
 func (g *Governor) classify(ctx context.Context, in *PolicyInput) Decision {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()

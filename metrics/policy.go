@@ -56,19 +56,46 @@ func (m *Metrics) PolicyLoaded(revision string, err error) {
 	m.policyRevision.WithLabelValues(revision).Set(1)
 }
 
-// InstrumentClassifier wraps a classifier so every evaluation is recorded
-// with PolicyEvaluated. A decision that arrives after the context expired
+// InstrumentClassifier wraps a classifier so every evaluation (and every
+// placement, when the classifier is a memory.Placer) is recorded with
+// PolicyEvaluated. A decision that arrives after the context expired
 // counts as a timeout, as the governor then distrusts it and parks the
 // write. Decisions and errors pass through unchanged.
 func (m *Metrics) InstrumentClassifier(c memory.Classifier) memory.Classifier {
-	return memory.ClassifierFunc(func(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-		start := time.Now()
-		dec, err := c.Classify(ctx, in)
-		observed := err
-		if observed == nil {
-			observed = ctx.Err()
-		}
-		m.PolicyEvaluated(time.Since(start), observed)
-		return dec, err
-	})
+	ic := instrumentedClassifier{m: m, c: c}
+	if p, ok := c.(memory.Placer); ok {
+		return instrumentedPlacer{instrumentedClassifier: ic, p: p}
+	}
+	return ic
+}
+
+type instrumentedClassifier struct {
+	m *Metrics
+	c memory.Classifier
+}
+
+func (i instrumentedClassifier) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	start := time.Now()
+	dec, err := i.c.Classify(ctx, in)
+	i.m.observeEval(ctx, start, err)
+	return dec, err
+}
+
+type instrumentedPlacer struct {
+	instrumentedClassifier
+	p memory.Placer
+}
+
+func (i instrumentedPlacer) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
+	start := time.Now()
+	pl, err := i.p.Place(ctx, in)
+	i.m.observeEval(ctx, start, err)
+	return pl, err
+}
+
+func (m *Metrics) observeEval(ctx context.Context, start time.Time, err error) {
+	if err == nil {
+		err = ctx.Err()
+	}
+	m.PolicyEvaluated(time.Since(start), err)
 }

@@ -25,27 +25,47 @@ func (c *countingPolicy) Classify(ctx context.Context, in *memory.PolicyInput) (
 	return c.next(ctx, in)
 }
 
+// countingPlacer also places free text, counting placements as evaluations.
+type countingPlacer struct{ countingPolicy }
+
+func (c *countingPlacer) Place(context.Context, *memory.PolicyInput) (memory.Placement, error) {
+	c.calls.Add(1)
+	return memory.Placement{Layer: memory.LayerKnowledge}, nil
+}
+
 func TestEveryPolicyEvaluationIsTimed(t *testing.T) {
-	pol := &countingPolicy{next: testPolicy}
-	e := newEnv(t, pol)
-	e.submit(write(memory.LayerState, "project-alpha", "stage", "beta", "native", "run-1"))
-	// A free-text write is evaluated twice: once to place it, once to decide.
-	e.submit(memory.Candidate{SubjectID: "project-alpha", Summary: "the team ships on Fridays", Actor: memory.Actor{Dialect: "mem0"}})
-	e.submit(write(memory.LayerState, "project-alpha", "stage", "production", "native", "run-1"))
-	if pol.calls.Load() < 4 {
-		t.Fatalf("the policy answered %d evaluations, want at least 4", pol.calls.Load())
+	plain := &countingPolicy{next: testPolicy}
+	placing := &countingPlacer{countingPolicy{next: testPolicy}}
+	for _, tc := range []struct {
+		name  string
+		pol   memory.Classifier
+		calls *atomic.Int64
+	}{
+		{"classifier", plain, &plain.calls},
+		{"classifier that places", placing, &placing.calls},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.pol)
+			e.submit(write(memory.LayerState, "project-alpha", "stage", "beta", "native", "run-1"))
+			// A free-text write is evaluated twice: once to place it, once to decide.
+			e.submit(memory.Candidate{SubjectID: "project-alpha", Summary: "the team ships on Fridays", Actor: memory.Actor{Dialect: "mem0"}})
+			e.submit(write(memory.LayerState, "project-alpha", "stage", "production", "native", "run-1"))
+			if tc.calls.Load() != 4 {
+				t.Fatalf("the policy answered %d evaluations, want 4", tc.calls.Load())
+			}
+			h := histogram(t, e.reg, "memgate_policy_evaluation_duration_seconds")
+			if int64(h.GetSampleCount()) != tc.calls.Load() {
+				t.Fatalf("latency histogram counts %d evaluations, the policy answered %d", h.GetSampleCount(), tc.calls.Load())
+			}
+			if h.GetSampleSum() <= 0 {
+				t.Fatalf("latency sum %v, want > 0", h.GetSampleSum())
+			}
+			e.want([]series{
+				{"memgate_policy_evaluation_errors_total", []string{"reason", "eval_error"}, 0},
+				{"memgate_policy_evaluation_errors_total", []string{"reason", "timeout"}, 0},
+			})
+		})
 	}
-	h := histogram(t, e.reg, "memgate_policy_evaluation_duration_seconds")
-	if int64(h.GetSampleCount()) != pol.calls.Load() {
-		t.Fatalf("latency histogram counts %d evaluations, the policy answered %d", h.GetSampleCount(), pol.calls.Load())
-	}
-	if h.GetSampleSum() <= 0 {
-		t.Fatalf("latency sum %v, want > 0", h.GetSampleSum())
-	}
-	e.want([]series{
-		{"memgate_policy_evaluation_errors_total", []string{"reason", "eval_error"}, 0},
-		{"memgate_policy_evaluation_errors_total", []string{"reason", "timeout"}, 0},
-	})
 }
 
 // TestPolicyFailuresAreCountedAndParked checks both failure reasons on a

@@ -12,24 +12,55 @@ import (
 	"github.com/memgate/memgate/memory"
 )
 
-// benchInputs are the policy inputs the governor evaluates for the
-// realistic writes: for free text both the placing call and the deciding
-// call, so the mix is what a Mem0/MCP/native workload sends.
-func benchInputs(t testing.TB) []*memory.PolicyInput {
-	t.Helper()
-	p := compileDefault(t)
-	var inputs []*memory.PolicyInput
-	capture := memory.ClassifierFunc(func(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-		cp := *in
-		cand := *in.Candidate
-		cp.Candidate = &cand
-		inputs = append(inputs, &cp)
-		return p.Classify(ctx, in)
-	})
-	for _, w := range realisticWrites {
-		submit(context.Background(), t, capture, w)
+// benchCall is one evaluation the governor makes: placing free text or
+// deciding a placed write.
+type benchCall struct {
+	place bool
+	in    *memory.PolicyInput
+}
+
+func (c benchCall) run(ctx context.Context, e evaluator) error {
+	if c.place {
+		_, err := e.Place(ctx, c.in)
+		return err
 	}
-	return inputs
+	_, err := e.Classify(ctx, c.in)
+	return err
+}
+
+// evalRecorder passes evaluations through to a policy and keeps copies of them.
+type evalRecorder struct {
+	evaluator
+	calls []benchCall
+}
+
+func (r *evalRecorder) keep(place bool, in *memory.PolicyInput) {
+	cp := *in
+	cand := *in.Candidate
+	cp.Candidate = &cand
+	r.calls = append(r.calls, benchCall{place: place, in: &cp})
+}
+
+func (r *evalRecorder) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	r.keep(false, in)
+	return r.evaluator.Classify(ctx, in)
+}
+
+func (r *evalRecorder) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
+	r.keep(true, in)
+	return r.evaluator.Place(ctx, in)
+}
+
+// benchInputs are the evaluations the governor makes for the realistic
+// writes: for free text both the placing call and the deciding call, so the
+// mix is what a Mem0/MCP/native workload sends.
+func benchInputs(t testing.TB) []benchCall {
+	t.Helper()
+	rec := &evalRecorder{evaluator: compileDefault(t)}
+	for _, w := range realisticWrites {
+		submit(context.Background(), t, rec, w)
+	}
+	return rec.calls
 }
 
 func openDefault(t testing.TB) *Classifier {
@@ -44,13 +75,13 @@ func openDefault(t testing.TB) *Classifier {
 
 // latencies evaluates n inputs, cycling through them, and returns each
 // evaluation's latency, sorted.
-func latencies(t testing.TB, c memory.Classifier, inputs []*memory.PolicyInput, n int) []time.Duration {
+func latencies(t testing.TB, c evaluator, inputs []benchCall, n int) []time.Duration {
 	t.Helper()
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, n)
 	for i := 0; i < n; i++ {
 		start := time.Now()
-		if _, err := c.Classify(ctx, inputs[i%len(inputs)]); err != nil {
+		if err := inputs[i%len(inputs)].run(ctx, c); err != nil {
 			t.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
@@ -79,7 +110,7 @@ func BenchmarkDecision(b *testing.B) {
 	cpu := processCPU()
 	for b.Loop() {
 		start := time.Now()
-		if _, err := c.Classify(ctx, inputs[i%len(inputs)]); err != nil {
+		if err := inputs[i%len(inputs)].run(ctx, c); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))

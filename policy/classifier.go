@@ -67,7 +67,10 @@ type Classifier struct {
 	evals, evalErrors, reloads, reloadFailures atomic.Int64
 }
 
-var _ memory.Classifier = (*Classifier)(nil)
+var (
+	_ memory.Classifier = (*Classifier)(nil)
+	_ memory.Placer     = (*Classifier)(nil)
+)
 
 // New returns a Classifier with defaults filled in; Open loads the policy.
 func New(opts Options) *Classifier {
@@ -149,14 +152,33 @@ func (c *Classifier) Close(ctx context.Context) error {
 // malformed decision, an evaluation error, ctx expiring) are returned for
 // the governor to fail closed on, and counted.
 func (c *Classifier) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	start := time.Now()
-	p := c.current.Load()
 	var d memory.Decision
+	err := c.observe(func(p *Compiled) (err error) {
+		d, err = p.Classify(ctx, in)
+		return err
+	})
+	return d, err
+}
+
+// Place places free text with the policy in force (see Compiled.Place).
+func (c *Classifier) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
+	var pl memory.Placement
+	err := c.observe(func(p *Compiled) (err error) {
+		pl, err = p.Place(ctx, in)
+		return err
+	})
+	return pl, err
+}
+
+// observe runs one evaluation with the policy in force, counting it and
+// reporting its latency and error to OnEval.
+func (c *Classifier) observe(eval func(*Compiled) error) error {
+	start := time.Now()
 	var err error
-	if p == nil {
+	if p := c.current.Load(); p == nil {
 		err = errors.New("policy: not open")
 	} else {
-		d, err = p.Classify(ctx, in)
+		err = eval(p)
 	}
 	c.evals.Add(1)
 	if err != nil {
@@ -165,7 +187,7 @@ func (c *Classifier) Classify(ctx context.Context, in *memory.PolicyInput) (memo
 	if c.opts.OnEval != nil {
 		c.opts.OnEval(time.Since(start), err)
 	}
-	return d, err
+	return err
 }
 
 // Revision is the content hash of the policy in force ("" before Open).

@@ -15,8 +15,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
-// DecisionQuery is the document the sidecar asks policy for.
-const DecisionQuery = "data.memgate.decision"
+// The documents the sidecar asks policy for: the decision about a placed
+// write, and (optional) where free text goes.
+const (
+	DecisionQuery  = "data.memgate.decision"
+	PlacementQuery = "data.memgate.placement"
+)
 
 // Compiled is one revision of a policy, compiled and prepared for
 // evaluation once. It is immutable and safe for concurrent use; it
@@ -25,8 +29,12 @@ type Compiled struct {
 	revision string
 	files    FileSet
 	features *textFeatures // nil when the policy declares none
+	shape    *inputShape   // the parts of the input the policy reads
 	data     dataCache
 	query    rego.PreparedEvalQuery
+	// place is prepared when the policy defines a placement document;
+	// without one, free text is placed by the slot fields of a decision.
+	place *rego.PreparedEvalQuery
 }
 
 var _ memory.Classifier = (*Compiled)(nil)
@@ -70,7 +78,8 @@ func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, erro
 			return nil, err
 		}
 	}
-	opts := []func(*rego.Rego){rego.Query(DecisionQuery), rego.Store(dataStore(data))}
+	compiler, store := ast.NewCompiler(), dataStore(data)
+	opts := []func(*rego.Rego){rego.Query(DecisionQuery), rego.Store(store), rego.Compiler(compiler)}
 	for _, m := range modules {
 		opts = append(opts, rego.ParsedModule(m))
 	}
@@ -78,11 +87,21 @@ func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, erro
 	if err != nil {
 		return nil, fmt.Errorf("compile policy: %w", err)
 	}
+	var place *rego.PreparedEvalQuery
+	if len(compiler.GetRules(ast.MustParseRef(PlacementQuery))) > 0 {
+		// The compiler already holds the modules: this only plans the query.
+		q, err := rego.New(rego.Query(PlacementQuery), rego.Store(store), rego.Compiler(compiler)).PrepareForEval(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("compile policy placement: %w", err)
+		}
+		place = &q
+	}
 	root, err := ast.InterfaceToValue(data)
 	if err != nil {
 		return nil, fmt.Errorf("policy data: %w", err)
 	}
-	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root}, query: pq}
+	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root}, query: pq, place: place,
+		shape: shapeOf(compiler.Modules)}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
 	}

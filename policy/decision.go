@@ -51,30 +51,51 @@ func decodeDecision(v ast.Value) (memory.Decision, error) {
 	if d.Affects, err = stringsField(obj, "affects", true); err != nil {
 		return d, err
 	}
-	layer, err := stringField(obj, "layer", false)
+	pl, err := slotFields(obj)
 	if err != nil {
 		return d, err
 	}
-	d.Layer = memory.Layer(layer)
-	if d.Layer != "" && !d.Layer.Valid() {
-		return d, fmt.Errorf("%w: unknown layer %q", ErrMalformed, layer)
+	d.Layer, d.FactType, d.SubjectID, d.Value = pl.Layer, pl.FactType, pl.SubjectID, pl.Value
+	return d, nil
+}
+
+// decodePlacement reads the placement document: all of its fields are
+// optional, and an undefined document places nothing.
+func decodePlacement(v ast.Value) (memory.Placement, error) {
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return memory.Placement{}, fmt.Errorf("%w: placement is %s, want an object", ErrMalformed, ast.ValueName(v))
 	}
-	if d.FactType, err = stringField(obj, "factType", false); err != nil {
-		return d, err
+	return slotFields(obj)
+}
+
+// slotFields reads layer, factType, subjectId and value, each optional.
+func slotFields(obj ast.Object) (memory.Placement, error) {
+	var pl memory.Placement
+	layer, err := stringField(obj, "layer", false)
+	if err != nil {
+		return pl, err
 	}
-	if d.SubjectID, err = stringField(obj, "subjectId", false); err != nil {
-		return d, err
+	pl.Layer = memory.Layer(layer)
+	if pl.Layer != "" && !pl.Layer.Valid() {
+		return pl, fmt.Errorf("%w: unknown layer %q", ErrMalformed, layer)
+	}
+	if pl.FactType, err = stringField(obj, "factType", false); err != nil {
+		return pl, err
+	}
+	if pl.SubjectID, err = stringField(obj, "subjectId", false); err != nil {
+		return pl, err
 	}
 	if t := obj.Get(ast.StringTerm("value")); t != nil && !isNull(t.Value) {
 		native, err := ast.JSON(t.Value)
 		if err != nil {
-			return d, fmt.Errorf("%w: value: %v", ErrMalformed, err)
+			return pl, fmt.Errorf("%w: value: %v", ErrMalformed, err)
 		}
-		if d.Value, err = json.Marshal(native); err != nil {
-			return d, fmt.Errorf("%w: value: %v", ErrMalformed, err)
+		if pl.Value, err = json.Marshal(native); err != nil {
+			return pl, fmt.Errorf("%w: value: %v", ErrMalformed, err)
 		}
 	}
-	return d, nil
+	return pl, nil
 }
 
 func stringField(obj ast.Object, key string, required bool) (string, error) {

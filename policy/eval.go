@@ -34,31 +34,57 @@ func (p *Compiled) decide(ctx context.Context, in *memory.PolicyInput) (memory.D
 	if in == nil || in.Candidate == nil {
 		return memory.Decision{}, errors.New("policy input has no candidate")
 	}
-	if err := ctx.Err(); err != nil {
-		return memory.Decision{}, fmt.Errorf("evaluate policy: %w", err)
-	}
-	input, err := inputValue(in, p.features)
+	v, err := p.eval(ctx, &p.query, in)
 	if err != nil {
-		return memory.Decision{}, fmt.Errorf("build policy input: %w", err)
+		return memory.Decision{}, err
+	}
+	return decodeDecision(v)
+}
+
+// Place evaluates the policy's placement document for a free-text
+// candidate. A policy without one places by the slot fields of its
+// decision, as policies written before placement existed do.
+func (p *Compiled) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
+	if p.place == nil {
+		d, err := p.Classify(ctx, in)
+		return memory.Placement{Layer: d.Layer, FactType: d.FactType, SubjectID: d.SubjectID, Value: d.Value}, err
+	}
+	if in == nil || in.Candidate == nil {
+		return memory.Placement{}, errors.New("policy input has no candidate")
+	}
+	v, err := p.eval(ctx, p.place, in)
+	if errors.Is(err, ErrUndefined) {
+		return memory.Placement{}, nil // the policy places this text nowhere
+	}
+	if err != nil {
+		return memory.Placement{}, err
+	}
+	return decodePlacement(v)
+}
+
+// eval runs a prepared query on the input and returns its one result.
+func (p *Compiled) eval(ctx context.Context, q *rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("evaluate policy: %w", err)
+	}
+	input, err := inputValue(in, p.features, p.shape)
+	if err != nil {
+		return nil, fmt.Errorf("build policy input: %w", err)
 	}
 	// Cancellation follows ctx without the goroutine OPA would start per
 	// query, and OPA's own metrics are skipped: both matter at 10 µs.
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	rs, err := p.query.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(keepAST),
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(keepAST),
 		rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()), rego.EvalBaseCache(p.data))
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil {
-			return memory.Decision{}, fmt.Errorf("evaluate policy: %w (%v)", ctxErr, err)
+			return nil, fmt.Errorf("evaluate policy: %w (%v)", ctxErr, err)
 		}
-		return memory.Decision{}, fmt.Errorf("evaluate policy: %w", err)
+		return nil, fmt.Errorf("evaluate policy: %w", err)
 	}
-	v, err := resultValue(rs)
-	if err != nil {
-		return memory.Decision{}, err
-	}
-	return decodeDecision(v)
+	return resultValue(rs)
 }
 
 // resultValue returns the value of the one result of the decision query.

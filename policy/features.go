@@ -3,15 +3,19 @@ package policy
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// textFeaturesKey is the candidate field that carries the features the
-// sidecar found: {name: true} for each one.
-const textFeaturesKey = "text_features"
+// The candidate fields that carry what the sidecar found in the text:
+// text_features {name: true} for each feature, text_first {list: name} for
+// each ranked list with a feature found, text_captures {name: capture}.
+const (
+	textFeaturesKey = "text_features"
+	textFirstKey    = "text_first"
+	textCapturesKey = "text_captures"
+)
 
 // textFeatures is the sidecar's half of a small contract with policy: the
 // policy's data may declare, under memgate.features,
@@ -19,14 +23,37 @@ const textFeaturesKey = "text_features"
 //	keywords: {name: [keyword, ...]}  substrings of the normalized text
 //	patterns: {name: [regex, ...]}    RE2 over the raw summary, evidence
 //	                                  excerpt and value
+//	first:    {list: [name, ...]}     the first of these features found
+//	captures: {name: {patterns: [regex, ...], exclude: [string, ...]}}
+//	          the first non-empty submatch of a pattern over the
+//	          normalized text that is not excluded
 //
 // and the sidecar reports which names occur. Matching a hundred keywords in
 // Go costs about a microsecond; the same loop in Rego costs a hundred. The
 // policy decides what the features mean, and can compute them itself when
 // the field is absent, so it still runs under plain `opa test`.
 type textFeatures struct {
-	keywords []keywordFeature
-	patterns []patternFeature
+	// names holds every feature, keyword lists first; the other fields
+	// refer to features by their index here, and nameTerms holds each
+	// name as a term built once (terms in the input are never modified).
+	names     []string
+	nameTerms []*ast.Term
+	keywords  []keywordFeature
+	index     *keywordIndex
+	patterns  []patternFeature
+	first     []rankedList
+	captures  []captureSpec
+}
+
+type rankedList struct {
+	name     *ast.Term
+	features []int // feature ids in rank order; names not declared are never found
+}
+
+type captureSpec struct {
+	name     *ast.Term
+	patterns []*prefiltered
+	exclude  map[string]bool
 }
 
 type keywordFeature struct {
@@ -35,8 +62,18 @@ type keywordFeature struct {
 }
 
 type patternFeature struct {
-	name string
-	res  []*prefiltered
+	id  int
+	res []*prefiltered
+}
+
+// id returns the index of feature name, adding it if new.
+func (f *textFeatures) id(name string) int {
+	if i := slices.Index(f.names, name); i >= 0 {
+		return i
+	}
+	f.names = append(f.names, name)
+	f.nameTerms = append(f.nameTerms, ast.StringTerm(name))
+	return len(f.names) - 1
 }
 
 // parseFeatures reads data.memgate.features; a policy without it gets none.
@@ -56,14 +93,16 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		return nil, err
 	}
 	for _, name := range sortedKeys(kws) {
+		f.id(name) // keyword list i is feature i
 		f.keywords = append(f.keywords, keywordFeature{name: name, words: kws[name]})
 	}
+	f.index = newKeywordIndex(f.keywords)
 	pats, err := stringLists(spec, "patterns")
 	if err != nil {
 		return nil, err
 	}
 	for _, name := range sortedKeys(pats) {
-		pf := patternFeature{name: name}
+		pf := patternFeature{id: f.id(name)}
 		for _, p := range pats[name] {
 			re, err := compilePrefiltered(p)
 			if err != nil {
@@ -73,7 +112,59 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		}
 		f.patterns = append(f.patterns, pf)
 	}
+	first, err := stringLists(spec, "first")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(first) {
+		rl := rankedList{name: ast.StringTerm(name)}
+		for _, n := range first[name] {
+			if i := slices.Index(f.names, n); i >= 0 {
+				rl.features = append(rl.features, i)
+			}
+		}
+		f.first = append(f.first, rl)
+	}
+	if f.captures, err = parseCaptures(spec); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+func parseCaptures(spec map[string]any) ([]captureSpec, error) {
+	raw, ok := spec["captures"]
+	if !ok {
+		return nil, nil
+	}
+	obj, ok := raw.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("data memgate.features.captures: want an object")
+	}
+	var out []captureSpec
+	for _, name := range sortedKeys(obj) {
+		c, ok := obj[name].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("data memgate.features.captures.%s: want {patterns, exclude}", name)
+		}
+		patterns, ok1 := stringList(c["patterns"])
+		exclude, ok2 := stringList(c["exclude"])
+		if !ok1 || !ok2 {
+			return nil, fmt.Errorf("data memgate.features.captures.%s: patterns and exclude are lists of strings", name)
+		}
+		cs := captureSpec{name: ast.StringTerm(name), exclude: map[string]bool{}}
+		for _, p := range patterns {
+			re, err := compilePrefiltered(p)
+			if err != nil {
+				return nil, fmt.Errorf("data memgate.features.captures.%s: %w", name, err)
+			}
+			cs.patterns = append(cs.patterns, re)
+		}
+		for _, w := range exclude {
+			cs.exclude[w] = true
+		}
+		out = append(out, cs)
+	}
+	return out, nil
 }
 
 func stringLists(spec map[string]any, key string) (map[string][]string, error) {
@@ -87,19 +178,33 @@ func stringLists(spec map[string]any, key string) (map[string][]string, error) {
 		return nil, fmt.Errorf("data memgate.features.%s: want an object of string lists", key)
 	}
 	for name, v := range obj {
-		list, ok := v.([]any)
+		list, ok := stringList(v)
 		if !ok {
 			return nil, fmt.Errorf("data memgate.features.%s.%s: want a list of strings", key, name)
 		}
-		for _, e := range list {
-			s, ok := e.(string)
-			if !ok {
-				return nil, fmt.Errorf("data memgate.features.%s.%s: want a list of strings", key, name)
-			}
-			out[name] = append(out[name], s)
-		}
+		out[name] = list
 	}
 	return out, nil
+}
+
+// stringList reads a JSON list of strings; a missing one (nil) is empty.
+func stringList(v any) ([]string, bool) {
+	if v == nil {
+		return nil, true
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		s, ok := e.(string)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, s)
+	}
+	return out, true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -111,28 +216,87 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// match returns the features of a candidate whose normalized text is norm.
-func (f *textFeatures) match(rec *memory.Record, norm string) ast.Object {
-	found := ast.NewObject()
-	for _, kf := range f.keywords {
-		for _, w := range kf.words {
-			if strings.Contains(norm, w) {
-				found.Insert(ast.StringTerm(kf.name), ast.BooleanTerm(true))
+// textFacts are what the sidecar found in a candidate's text, as the
+// input's text_features, text_first and text_captures.
+type textFacts struct {
+	features, first, captures ast.Object
+}
+
+var trueTerm = ast.BooleanTerm(true)
+
+// emptyObject is shared by every input with nothing to report: OPA never
+// modifies input, and an object costs several allocations.
+var emptyObject = ast.NewObject()
+
+func objectOf(items [][2]*ast.Term) ast.Object {
+	if len(items) == 0 {
+		return emptyObject
+	}
+	return ast.NewObject(items...)
+}
+
+// match returns the facts of a candidate whose normalized text is norm.
+func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
+	var buf [64]bool
+	found := buf[:0]
+	if n := len(f.names); n <= len(buf) {
+		found = buf[:n]
+	} else {
+		found = make([]bool, n)
+	}
+	f.index.match(norm, found) // keyword list i is feature i
+	if len(f.patterns) > 0 {
+		raws := [3]string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
+		var lowered [3]string // computed on first use: most writes need none
+		for _, pf := range f.patterns {
+			if !found[pf.id] && patternMatches(pf.res, raws[:], lowered[:]) {
+				found[pf.id] = true
+			}
+		}
+	}
+	var items [][2]*ast.Term
+	for i, hit := range found {
+		if hit {
+			items = append(items, [2]*ast.Term{f.nameTerms[i], trueTerm})
+		}
+	}
+	facts := textFacts{features: objectOf(items)}
+	items = nil
+	for _, rl := range f.first {
+		for _, i := range rl.features {
+			if found[i] {
+				items = append(items, [2]*ast.Term{rl.name, f.nameTerms[i]})
 				break
 			}
 		}
 	}
-	if len(f.patterns) == 0 {
-		return found
-	}
-	raws := [3]string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
-	var lowered [3]string // computed on first use: most writes need none
-	for _, pf := range f.patterns {
-		if patternMatches(pf.res, raws[:], lowered[:]) {
-			found.Insert(ast.StringTerm(pf.name), ast.BooleanTerm(true))
+	facts.first = objectOf(items)
+	items = nil
+	for _, cs := range f.captures {
+		if c, ok := cs.capture(norm); ok {
+			items = append(items, [2]*ast.Term{cs.name, ast.StringTerm(c)})
 		}
 	}
-	return found
+	facts.captures = objectOf(items)
+	return facts
+}
+
+// capture returns the first non-empty submatch of the first pattern that
+// has one not excluded.
+func (cs captureSpec) capture(norm string) (string, bool) {
+	for _, p := range cs.patterns {
+		if !p.mayMatch(norm) {
+			continue
+		}
+		for _, m := range p.re.FindAllStringSubmatch(norm, -1) {
+			for _, g := range m[1:] {
+				if g != "" && !cs.exclude[g] {
+					return g, true
+				}
+			}
+		}
+	}
+	return "", false
 }
 
 func patternMatches(res []*prefiltered, raws, lowered []string) bool {

@@ -19,40 +19,66 @@ const textNormKey = "text_norm"
 // struct, which is several times cheaper than a JSON round trip. It mirrors
 // encoding/json exactly (field names from the json tags, omitempty and
 // omitzero honoured, nil slices as null), so a replay of the JSON kept in the
-// audit log sees the same document; the only additions are text_norm fields.
-func inputValue(in *memory.PolicyInput, features *textFeatures) (ast.Value, error) {
-	cand, err := recordValue(in.Candidate, features)
-	if err != nil {
-		return nil, fmt.Errorf("candidate: %w", err)
+// audit log sees the same document; the only additions are the text fields
+// (text_norm, and text_features, text_first and text_captures on the
+// candidate). Only the fields in shape are built (see inputShape).
+func inputValue(in *memory.PolicyInput, features *textFeatures, shape *inputShape) (ast.Value, error) {
+	f := newFields(shape, 6)
+	if f.has("op") {
+		f.str("op", string(in.Op))
 	}
-	cur, err := recordValue(in.Current, nil)
-	if err != nil {
-		return nil, fmt.Errorf("current: %w", err)
-	}
-	pending := ast.NullTerm()
-	if in.Pending != nil {
-		terms := make([]*ast.Term, len(in.Pending))
-		for i, p := range in.Pending {
-			v, err := recordValue(p, nil)
-			if err != nil {
-				return nil, fmt.Errorf("pending[%d]: %w", i, err)
-			}
-			terms[i] = ast.NewTerm(v)
+	if f.has("candidate") {
+		cand, err := recordValue(in.Candidate, features, shape.field("candidate"))
+		if err != nil {
+			return nil, fmt.Errorf("candidate: %w", err)
 		}
-		pending = ast.ArrayTerm(terms...)
+		f.term("candidate", ast.NewTerm(cand))
 	}
-	return ast.NewObject(
-		item("op", ast.StringTerm(string(in.Op))),
-		item("candidate", ast.NewTerm(cand)),
-		item("current", ast.NewTerm(cur)),
-		item("pending", pending),
-		item("actor", ast.NewTerm(actorValue(in.Actor))),
-		item("dialect", ast.StringTerm(in.Dialect)),
-	), nil
+	if f.has("current") {
+		cur, err := recordValue(in.Current, nil, shape.field("current"))
+		if err != nil {
+			return nil, fmt.Errorf("current: %w", err)
+		}
+		f.term("current", ast.NewTerm(cur))
+	}
+	if f.has("pending") {
+		pending := ast.NullTerm()
+		if in.Pending != nil {
+			terms := make([]*ast.Term, len(in.Pending))
+			for i, p := range in.Pending {
+				v, err := recordValue(p, nil, shape.field("pending"))
+				if err != nil {
+					return nil, fmt.Errorf("pending[%d]: %w", i, err)
+				}
+				terms[i] = ast.NewTerm(v)
+			}
+			pending = ast.ArrayTerm(terms...)
+		}
+		f.term("pending", pending)
+	}
+	if f.has("actor") {
+		f.term("actor", ast.NewTerm(actorValue(in.Actor)))
+	}
+	if f.has("dialect") {
+		f.str("dialect", in.Dialect)
+	}
+	return f.object(), nil
 }
 
-// fields accumulates an object's key/value pairs.
-type fields []([2]*ast.Term)
+// fields accumulates an object's key/value pairs, leaving out the ones its
+// shape does not have.
+type fields struct {
+	items []([2]*ast.Term)
+	shape *inputShape
+}
+
+func newFields(shape *inputShape, n int) *fields {
+	return &fields{items: make([]([2]*ast.Term), 0, n), shape: shape}
+}
+
+// has reports whether k is wanted; callers test it before computing a
+// costly value.
+func (f *fields) has(k string) bool { return f.shape.has(k) }
 
 // keyTerms holds one term per field name of the input, built once and never
 // modified, so every input shares them instead of allocating its own.
@@ -62,7 +88,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"id", "slotId", "layer", "subjectId", "factType", "summary", "value", "riskLevel", "categories",
 		"status", "candidateSource", "scope", "metadata", "evidence", "affects", "supersedes", "supersededBy",
 		"rollbackPoint", "expectedHead", "decision", "review", "rollbackReason", "createdAt", "activatedAt",
-		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey,
+		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey, textFirstKey, textCapturesKey,
 		"agentId", "userId", "runId", "sessionId", "remoteAddr", "client", "appId", "excerpt", "sourceRef",
 		"risk", "action", "reasons", "rule", "message", "revision", "policyError",
 		"outcome", "by", "route", "mode", "note", "at"} {
@@ -70,6 +96,35 @@ var keyTerms = func() map[string]*ast.Term {
 	}
 	return m
 }()
+
+// valueTerms holds the values most fields take (layers, operations,
+// statuses, sources, dialects), built once and shared like keyTerms.
+var valueTerms = func() map[string]*ast.Term {
+	m := map[string]*ast.Term{}
+	values := []string{"", "write", "delete", "native", "mem0", "mcp"}
+	for _, l := range memory.Layers {
+		values = append(values, string(l))
+	}
+	for _, s := range memory.Sources {
+		values = append(values, string(s))
+	}
+	for _, s := range []memory.Status{memory.StatusPending, memory.StatusActive, memory.StatusSuperseded,
+		memory.StatusRejected, memory.StatusRolledBack, memory.StatusDeleted} {
+		values = append(values, string(s))
+	}
+	for _, v := range values {
+		m[v] = ast.StringTerm(v)
+	}
+	return m
+}()
+
+// stringTerm returns a shared term for common values, else a new one.
+func stringTerm(v string) *ast.Term {
+	if t, ok := valueTerms[v]; ok {
+		return t
+	}
+	return ast.StringTerm(v)
+}
 
 func item(k string, v *ast.Term) [2]*ast.Term {
 	kt, ok := keyTerms[k]
@@ -79,8 +134,17 @@ func item(k string, v *ast.Term) [2]*ast.Term {
 	return ast.Item(kt, v)
 }
 
-func (f *fields) str(k, v string)            { *f = append(*f, item(k, ast.InternedTerm(v))) }
-func (f *fields) term(k string, v *ast.Term) { *f = append(*f, item(k, v)) }
+func (f *fields) str(k, v string) {
+	if f.has(k) {
+		f.items = append(f.items, item(k, stringTerm(v)))
+	}
+}
+
+func (f *fields) term(k string, v *ast.Term) {
+	if f.has(k) {
+		f.items = append(f.items, item(k, v))
+	}
+}
 
 // strOmit adds k unless v is empty (omitempty).
 func (f *fields) strOmit(k, v string) {
@@ -97,7 +161,11 @@ func (f *fields) objectOmit(k string, o ast.Object) {
 	}
 }
 
-func (f *fields) time(k string, t time.Time) { f.str(k, t.Format(time.RFC3339Nano)) }
+func (f *fields) time(k string, t time.Time) {
+	if f.has(k) {
+		f.str(k, t.Format(time.RFC3339Nano))
+	}
+}
 
 // timeOmit adds k unless t is zero (omitzero).
 func (f *fields) timeOmit(k string, t time.Time) {
@@ -106,14 +174,15 @@ func (f *fields) timeOmit(k string, t time.Time) {
 	}
 }
 
-func (f fields) object() ast.Object { return ast.NewObject(f...) }
+func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
 
-// recordValue encodes a record; the candidate also gets its text features.
-func recordValue(r *memory.Record, features *textFeatures) (ast.Value, error) {
+// recordValue encodes a record, only the fields in shape; the candidate
+// also gets its text facts.
+func recordValue(r *memory.Record, features *textFeatures, shape *inputShape) (ast.Value, error) {
 	if r == nil {
 		return ast.Null{}, nil
 	}
-	f := make(fields, 0, 20)
+	f := newFields(shape, 20)
 	f.str("id", r.ID)
 	f.str("slotId", r.SlotID)
 	f.strOmit("op", string(r.Op))
@@ -121,7 +190,7 @@ func recordValue(r *memory.Record, features *textFeatures) (ast.Value, error) {
 	f.str("subjectId", r.SubjectID)
 	f.strOmit("factType", r.FactType)
 	f.str("summary", r.Summary)
-	if len(r.Value) > 0 {
+	if len(r.Value) > 0 && f.has("value") {
 		v, err := rawJSONValue(r.Value)
 		if err != nil {
 			return nil, fmt.Errorf("value: %w", err)
@@ -129,36 +198,42 @@ func recordValue(r *memory.Record, features *textFeatures) (ast.Value, error) {
 		f.term("value", ast.NewTerm(v))
 	}
 	f.strOmit("riskLevel", string(r.RiskLevel))
-	if len(r.Categories) > 0 {
+	if len(r.Categories) > 0 && f.has("categories") {
 		f.term("categories", stringsTerm(r.Categories))
 	}
 	f.str("status", string(r.Status))
 	f.str("candidateSource", string(r.CandidateSource))
-	f.term("actor", ast.NewTerm(actorValue(r.Actor)))
-	f.objectOmit("scope", scopeValue(r.Scope))
-	if len(r.Metadata) > 0 {
+	if f.has("actor") {
+		f.term("actor", ast.NewTerm(actorValue(r.Actor)))
+	}
+	if f.has("scope") {
+		f.objectOmit("scope", scopeValue(r.Scope))
+	}
+	if len(r.Metadata) > 0 && f.has("metadata") {
 		v, err := ast.InterfaceToValue(r.Metadata)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: %w", err)
 		}
 		f.term("metadata", ast.NewTerm(v))
 	}
-	f.objectOmit("evidence", evidenceValue(r.Evidence))
-	if len(r.Affects) > 0 {
+	if f.has("evidence") {
+		f.objectOmit("evidence", evidenceValue(r.Evidence))
+	}
+	if len(r.Affects) > 0 && f.has("affects") {
 		f.term("affects", stringsTerm(r.Affects))
 	}
 	f.strOmit("supersedes", r.Supersedes)
 	f.strOmit("supersededBy", r.SupersededBy)
 	f.strOmit("rollbackPoint", r.RollbackPoint)
 	f.strOmit("expectedHead", r.ExpectedHead)
-	if r.Decision != nil {
+	if r.Decision != nil && f.has("decision") {
 		v, err := decisionValue(r.Decision)
 		if err != nil {
 			return nil, fmt.Errorf("decision: %w", err)
 		}
 		f.term("decision", ast.NewTerm(v))
 	}
-	if r.Review != nil {
+	if r.Review != nil && f.has("review") {
 		f.term("review", ast.NewTerm(reviewValue(r.Review)))
 	}
 	f.strOmit("rollbackReason", r.RollbackReason)
@@ -167,16 +242,22 @@ func recordValue(r *memory.Record, features *textFeatures) (ast.Value, error) {
 	f.timeOmit("supersededAt", r.SupersededAt)
 	f.timeOmit("decidedAt", r.DecidedAt)
 	f.timeOmit("rolledBackAt", r.RolledBackAt)
-	norm := normalizeText(r.Summary)
+	norm := ""
+	if f.has(textNormKey) || features != nil {
+		norm = normalizeText(r.Summary)
+	}
 	f.str(textNormKey, norm)
-	if features != nil {
-		f.term(textFeaturesKey, ast.NewTerm(features.match(r, norm)))
+	if features != nil && (f.has(textFeaturesKey) || f.has(textFirstKey) || f.has(textCapturesKey)) {
+		facts := features.match(r, norm)
+		f.term(textFeaturesKey, ast.NewTerm(facts.features))
+		f.term(textFirstKey, ast.NewTerm(facts.first))
+		f.term(textCapturesKey, ast.NewTerm(facts.captures))
 	}
 	return f.object(), nil
 }
 
 func actorValue(a memory.Actor) ast.Object {
-	f := make(fields, 0, 7)
+	f := newFields(fullShape, 7)
 	f.strOmit("agentId", a.AgentID)
 	f.strOmit("userId", a.UserID)
 	f.strOmit("runId", a.RunID)
@@ -188,7 +269,7 @@ func actorValue(a memory.Actor) ast.Object {
 }
 
 func scopeValue(s memory.Scope) ast.Object {
-	f := make(fields, 0, 4)
+	f := newFields(fullShape, 4)
 	f.strOmit("userId", s.UserID)
 	f.strOmit("agentId", s.AgentID)
 	f.strOmit("appId", s.AppID)
@@ -197,14 +278,14 @@ func scopeValue(s memory.Scope) ast.Object {
 }
 
 func evidenceValue(e memory.Evidence) ast.Object {
-	f := make(fields, 0, 2)
+	f := newFields(fullShape, 2)
 	f.strOmit("excerpt", e.Excerpt)
 	f.strOmit("sourceRef", e.SourceRef)
 	return f.object()
 }
 
 func decisionValue(d *memory.Decision) (ast.Object, error) {
-	f := make(fields, 0, 11)
+	f := newFields(fullShape, 11)
 	f.str("risk", string(d.Risk))
 	f.term("categories", nullableStrings(d.Categories))
 	f.str("action", string(d.Action))
@@ -234,7 +315,7 @@ func decisionValue(d *memory.Decision) (ast.Object, error) {
 }
 
 func reviewValue(r *memory.Review) ast.Object {
-	f := make(fields, 0, 6)
+	f := newFields(fullShape, 6)
 	f.str("outcome", r.Outcome)
 	f.str("by", r.By)
 	f.strOmit("route", r.Route)

@@ -58,7 +58,7 @@ func TestInputMatchesJSON(t *testing.T) {
 		"no current": {Op: memory.OpDelete, Candidate: &memory.Record{ID: "x"}, Pending: nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := inputValue(in, nil)
+			got, err := inputValue(in, nil, fullShape)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,14 +78,16 @@ func TestInputMatchesJSON(t *testing.T) {
 	}
 }
 
-// stripSidecarFields removes text_norm and text_features wherever they are.
+var sidecarFields = map[string]bool{textNormKey: true, textFeaturesKey: true, textFirstKey: true, textCapturesKey: true}
+
+// stripSidecarFields removes the text fields the sidecar adds wherever they are.
 func stripSidecarFields(t *testing.T, v ast.Value) ast.Value {
 	t.Helper()
 	switch x := v.(type) {
 	case ast.Object:
 		kept := ast.NewObject()
 		x.Foreach(func(k, val *ast.Term) {
-			if k.Value.Compare(ast.String(textNormKey)) != 0 && k.Value.Compare(ast.String(textFeaturesKey)) != 0 {
+			if !sidecarFields[string(k.Value.(ast.String))] {
 				kept.Insert(k, ast.NewTerm(stripSidecarFields(t, val.Value)))
 			}
 		})
@@ -98,8 +100,9 @@ func stripSidecarFields(t *testing.T, v ast.Value) ast.Value {
 	return v
 }
 
-// TestFeaturesMatchRego proves the Go matcher finds exactly the features the
-// policy's own Rego definition (computed_features) finds, over every
+// TestFeaturesMatchRego proves the Go matcher finds exactly the features,
+// first-ranked features and captures the policy's own Rego definitions
+// (computed_features, computed_first, computed_captures) find, over every
 // realistic write and some edge cases.
 func TestFeaturesMatchRego(t *testing.T) {
 	ctx := context.Background()
@@ -116,7 +119,7 @@ func TestFeaturesMatchRego(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := []func(*rego.Rego){rego.Query("data.memgate.computed_features"), rego.Store(dataStore(data))}
+	opts := []func(*rego.Rego){rego.Query(`x = {"features": data.memgate.computed_features, "first": data.memgate.computed_first, "captures": data.memgate.computed_captures}`), rego.Store(dataStore(data))}
 	for _, m := range modules {
 		opts = append(opts, rego.ParsedModule(m))
 	}
@@ -129,6 +132,9 @@ func TestFeaturesMatchRego(t *testing.T) {
 		{Summary: "plain", Evidence: memory.Evidence{Excerpt: "password=Secr3t!"}},
 		{Summary: "plain", Value: json.RawMessage(`{"api_key": "AKIAABCDEFGHIJKLMNOP"}`)},
 		{Summary: "on and on, not only"},
+		{Summary: "the project of our project beta, then gamma project"},
+		{Summary: "项目的范围：项目Delta"},
+		{Summary: "auto-publish must ask me before, data may modify never"},
 	}
 	for _, w := range realisticWrites {
 		recs = append(recs, &memory.Record{Summary: w.summary, Evidence: memory.Evidence{Excerpt: w.evidence}, Value: json.RawMessage(w.value)})
@@ -137,21 +143,28 @@ func TestFeaturesMatchRego(t *testing.T) {
 		if len(rec.Value) == 0 {
 			rec.Value = nil
 		}
-		goFeatures := p.features.match(rec, normalizeText(rec.Summary))
-		in, err := inputValue(&memory.PolicyInput{Op: memory.OpWrite, Candidate: rec}, nil)
+		facts := p.features.match(rec, normalizeText(rec.Summary))
+		goFacts := ast.NewObject(
+			ast.Item(ast.StringTerm("features"), ast.NewTerm(facts.features)),
+			ast.Item(ast.StringTerm("first"), ast.NewTerm(facts.first)),
+			ast.Item(ast.StringTerm("captures"), ast.NewTerm(facts.captures)))
+		in, err := inputValue(&memory.PolicyInput{Op: memory.OpWrite, Candidate: rec}, nil, fullShape)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rs, err := pq.Eval(ctx, rego.EvalParsedInput(in), rego.EvalGenerateJSON(keepAST))
+		rs, err := pq.Eval(ctx, rego.EvalParsedInput(in))
 		if err != nil {
 			t.Fatal(err)
 		}
-		regoFeatures := ast.NewObject().(ast.Value)
-		if len(rs) == 1 {
-			regoFeatures = rs[0].Expressions[0].Value.(*ast.Term).Value
+		if len(rs) != 1 {
+			t.Fatalf("%q: %d results", rec.Summary, len(rs))
 		}
-		if goFeatures.Compare(regoFeatures) != 0 {
-			t.Errorf("%q: Go features %v, Rego features %v", rec.Summary, goFeatures, regoFeatures)
+		regoFacts, err := ast.InterfaceToValue(rs[0].Bindings["x"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if goFacts.Compare(regoFacts) != 0 {
+			t.Errorf("%q:\n Go   %v\n Rego %v", rec.Summary, goFacts, regoFacts)
 		}
 	}
 }

@@ -26,7 +26,10 @@ func compilePrefiltered(pattern string) (*prefiltered, error) {
 	}
 	p := &prefiltered{re: re}
 	if parsed, err := syntax.Parse(pattern, syntax.Perl); err == nil {
-		if lits, fold, _, ok := leadingLiterals(parsed.Simplify()); ok {
+		simple := parsed.Simplify()
+		if lits, fold, _, ok := leadingLiterals(simple); ok {
+			p.literals, p.fold = lits, fold
+		} else if lits, fold, ok := containedLiterals(simple); ok {
 			p.literals, p.fold = lits, fold
 		}
 	}
@@ -35,8 +38,18 @@ func compilePrefiltered(pattern string) (*prefiltered, error) {
 
 // matches reports whether s matches; lowered caches strings.ToLower(s).
 func (p *prefiltered) matches(s string, lowered *string) bool {
+	return p.passes(s, lowered) && p.re.MatchString(s)
+}
+
+// mayMatch reports whether s passes the prefilter, so a match is possible.
+func (p *prefiltered) mayMatch(s string) bool {
+	var lowered string
+	return p.passes(s, &lowered)
+}
+
+func (p *prefiltered) passes(s string, lowered *string) bool {
 	if len(p.literals) == 0 {
-		return p.re.MatchString(s)
+		return true
 	}
 	text := s
 	if p.fold {
@@ -47,7 +60,7 @@ func (p *prefiltered) matches(s string, lowered *string) bool {
 	}
 	for _, lit := range p.literals {
 		if strings.Contains(text, lit) {
-			return p.re.MatchString(s)
+			return true
 		}
 	}
 	return false
@@ -125,4 +138,62 @@ func concatLiterals(subs []*syntax.Regexp) (lits []string, fold, complete, ok bo
 		}
 	}
 	return extended, fold || f, c, true
+}
+
+// containedLiterals returns literals one of which every match of re
+// contains somewhere, for patterns such as `([a-z]+) project` that start
+// with a class; ok is false when re has no such set.
+func containedLiterals(re *syntax.Regexp) (lits []string, fold, ok bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if len(re.Rune) == 0 {
+			return nil, false, false
+		}
+		f := re.Flags&syntax.FoldCase != 0
+		lit := string(re.Rune)
+		if f {
+			lit = strings.ToLower(lit)
+		}
+		return []string{lit}, f, true
+	case syntax.OpCapture, syntax.OpPlus:
+		return containedLiterals(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return containedLiterals(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		// Any part's literals will do; the one whose shortest literal is
+		// longest skips the most texts.
+		best := -1
+		for _, sub := range re.Sub {
+			l, f, ok := containedLiterals(sub)
+			if !ok {
+				continue
+			}
+			if shortest := minLen(l); shortest > best {
+				lits, fold, best = l, f, shortest
+			}
+		}
+		return lits, fold, best > 0
+	case syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			l, f, ok := containedLiterals(sub)
+			if !ok {
+				return nil, false, false
+			}
+			lits, fold = append(lits, l...), fold || f
+		}
+		return lits, fold, len(lits) <= maxLiterals
+	}
+	return nil, false, false
+}
+
+func minLen(ss []string) int {
+	n := -1
+	for _, s := range ss {
+		if n < 0 || len(s) < n {
+			n = len(s)
+		}
+	}
+	return n
 }

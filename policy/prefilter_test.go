@@ -19,9 +19,17 @@ func TestPrefilterNeverChangesAMatch(t *testing.T) {
 	for _, w := range realisticWrites {
 		texts = append(texts, w.summary, w.evidence)
 	}
-	checked := 0
+	var all []*prefiltered
 	for _, pf := range p.features.patterns {
-		for _, re := range pf.res {
+		all = append(all, pf.res...)
+	}
+	for _, cs := range p.features.captures {
+		all = append(all, cs.patterns...)
+	}
+	texts = append(texts, " the alpha project ", " 项目alpha ", " project ", " projects ", " my project x ")
+	checked := 0
+	{
+		for _, re := range all {
 			plain := regexp.MustCompile(re.re.String())
 			if len(re.literals) > 0 {
 				checked++
@@ -39,7 +47,7 @@ func TestPrefilterNeverChangesAMatch(t *testing.T) {
 	}
 }
 
-func TestLeadingLiterals(t *testing.T) {
+func TestPrefilterLiterals(t *testing.T) {
 	for _, tc := range []struct {
 		pattern string
 		want    []string
@@ -49,8 +57,13 @@ func TestLeadingLiterals(t *testing.T) {
 		{`(?i)(password|token)\s*=`, []string{"password", "token"}},
 		{`(?i)(pass|pwd)word`, []string{"password", "pwdword"}},
 		{`(密码|口令)是`, []string{"密码是", "口令是"}},
-		{`[a-z]+@example`, nil},
+		{`[a-z]+@example`, []string{"@example"}},
+		{`[a-z]+[0-9]*`, nil},
 		{`a|[0-9]`, nil},
+		{`([a-z0-9]+) project`, []string{" project"}},
+		{`x*(ab)+[0-9]`, []string{"ab"}},
+		{`[a-z]+(foo|ba)`, []string{"foo", "ba"}},
+		{`[a-z]+(foo|[0-9])`, nil},
 	} {
 		p, err := compilePrefiltered(tc.pattern)
 		if err != nil {

@@ -175,10 +175,16 @@ var realisticWrites = []write{
 		want: outcome{action: "review", risk: "high", categories: []string{"inference", "state_override"}, layer: "state", factType: "status.phase"}},
 }
 
+// evaluator is what the governor asks: placement, then a decision.
+type evaluator interface {
+	memory.Classifier
+	memory.Placer
+}
+
 // submit runs a write through policy the way the governor does: a free-text
-// write is first placed (layer, fact type, subject, value from the
-// decision), then decided against its slot's state.
-func submit(ctx context.Context, t testing.TB, c memory.Classifier, w write) (memory.Decision, *memory.PolicyInput) {
+// write is first placed (layer, fact type, subject, value), then decided
+// against its slot's state.
+func submit(ctx context.Context, t testing.TB, c evaluator, w write) (memory.Decision, *memory.PolicyInput) {
 	t.Helper()
 	rec := &memory.Record{ID: "01JCAND000000000000000000", Op: w.op, Layer: w.layer, SubjectID: w.subject,
 		FactType: w.factType, Summary: w.summary, Status: memory.StatusPending, CandidateSource: w.source,
@@ -198,7 +204,7 @@ func submit(ctx context.Context, t testing.TB, c memory.Classifier, w write) (me
 		rec.SubjectID = rec.Scope.Entity()
 	}
 	if rec.Layer == "" || rec.FactType == "" || fromScope {
-		place, err := c.Classify(ctx, &memory.PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*memory.Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect})
+		place, err := c.Place(ctx, &memory.PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*memory.Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect})
 		if err != nil {
 			t.Fatalf("place: %v", err)
 		}
@@ -214,6 +220,9 @@ func submit(ctx context.Context, t testing.TB, c memory.Classifier, w write) (me
 		if len(rec.Value) == 0 && len(place.Value) > 0 {
 			rec.Value = place.Value
 		}
+	}
+	if rec.Layer == "" {
+		rec.Layer = memory.LayerKnowledge
 	}
 	pending := w.pending
 	if pending == nil {

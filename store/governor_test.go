@@ -63,8 +63,13 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
-		cls: memory.ClassifierFunc(testPolicy)}
+	return newEnvWith(t, memory.ClassifierFunc(testPolicy))
+}
+
+// newEnvWith is newEnv with another classifier.
+func newEnvWith(t *testing.T, cls memory.Classifier) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}, cls: cls}
 	e.open()
 	t.Cleanup(func() { e.st.Close() })
 	return e

@@ -3,6 +3,8 @@
 # left out, so the policy computes the features itself from its data.
 package memgate_test
 
+import data.memgate
+
 base_candidate := {
 	"id": "01JTEST0000000000000000001",
 	"slotId": "slot_test",
@@ -45,3 +47,29 @@ inferred(inp) := object.union(inp, {"candidate": object.union(inp.candidate, {"c
 deletion(fields) := object.union(write(fields), {"op": "delete"})
 
 rules(d) := {r.rule | some r in d.reasons}
+
+# decide(inp) is what the sidecar does with a write: it asks the placement
+# of a write that lacks a layer or a fact type or has only its scope's
+# subject, fills in what the writer left empty, and asks the decision about
+# the placed write. The result is the decision with the placement's fields.
+decide(inp) := object.union(d, p) if {
+	p := memgate.placement with input as inp
+	placed := object.union(inp, {"candidate": object.union(inp.candidate, filled(inp.candidate, p))})
+	d := memgate.decision with input as placed
+}
+
+filled(c, p) := {k: v | some k, v in p; fill(c, k, v)}
+
+fill(c, "layer", _) if c.layer == ""
+
+fill(c, "factType", _) if object.get(c, "factType", "") == ""
+
+fill(c, "subjectId", v) if {
+	v != ""
+	c.subjectId == c.scope[_]
+}
+
+fill(c, "value", v) if {
+	v != null
+	object.get(c, "value", null) == null
+}

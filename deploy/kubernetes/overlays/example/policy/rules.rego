@@ -2,10 +2,10 @@
 # risk, categories and message are in data.memgate.config.rules, so an
 # operator can retune a rule with data alone.
 #
-# Conditions on the layer, the operation and the source test input
-# directly: OPA indexes rules on such equalities and never evaluates the ones
-# that cannot match, which keeps a decision to a few microseconds. Free text
-# is decided with its derived layer put into input (see decision.rego).
+# Conditions on the layer, the operation, the source and an empty slot test
+# input directly: OPA indexes rules on such equalities and never evaluates
+# the ones that cannot match, which keeps a decision to a few microseconds.
+# The write is placed (free text has its layer, see placement.rego).
 package memgate
 
 # --- reject: what must never be remembered
@@ -21,11 +21,11 @@ fired contains "secret_detected" if {
 
 fired contains strategy_rule if {
 	input.candidate.layer == "policy"
-	not unchanged
+	change != "same"
 }
 
 strategy_rule := r if {
-	r := data.memgate.config.topics[topic].rule
+	r := data.memgate.config.topics[input.candidate.factType].rule
 } else := "strategy_constraint"
 
 # The text states a strategy constraint the writer filed as knowledge or a
@@ -40,26 +40,24 @@ fired contains "strategy_in_text" if {
 	text_states_policy
 }
 
-text_states_policy if {
-	some t, _ in text_features
-	data.memgate.config.topics[t].layer == "policy"
-}
+# text_first.policy_topic is the first policy topic the text names.
+text_states_policy if text_first.policy_topic
 
 # --- review: replacing or deleting a key fact, racing a parked write
 
 fired contains "state_override" if {
 	input.candidate.layer == "state"
-	overrides
+	change == "different"
 }
 
 fired contains "state_override" if {
 	input.candidate.layer == "policy"
-	overrides
+	change == "different"
 }
 
 fired contains "knowledge_override" if {
 	input.candidate.layer == "knowledge"
-	overrides
+	change == "different"
 }
 
 fired contains "delete_key_fact" if {
@@ -73,7 +71,7 @@ fired contains "delete_key_fact" if {
 }
 
 fired contains "pending_conflict" if {
-	input.op != "delete"
+	input.op == "write"
 	some p in input.pending
 	differs(p)
 }
@@ -83,48 +81,48 @@ fired contains "pending_conflict" if {
 fired contains "inference_key_fact" if {
 	input.candidate.candidateSource == "model-inference"
 	input.candidate.layer == "state"
-	not unchanged
+	change != "same"
 }
 
 fired contains "inference_key_fact" if {
 	input.candidate.candidateSource == "model-inference"
 	input.candidate.layer == "policy"
-	not unchanged
+	change != "same"
 }
 
 fired contains "inference_unverified" if {
 	input.candidate.candidateSource == "model-inference"
 	input.candidate.layer == "knowledge"
-	input.op != "delete"
+	input.op == "write"
 	not has_evidence
 }
 
 # --- apply: the low-risk baseline of each layer; overrides of knowledge
 # and state have none, the rules above decide them.
 
-fired contains "same_as_current" if unchanged
+fired contains "same_as_current" if change == "same"
 
 fired contains "checkpoint" if {
 	input.candidate.layer == "checkpoint"
-	input.op != "delete"
+	input.op == "write"
 }
 
 fired contains "preference" if {
 	input.candidate.layer == "preference"
-	input.op != "delete"
+	input.op == "write"
 }
 
 fired contains "knowledge_verified" if {
 	input.candidate.layer == "knowledge"
-	input.op != "delete"
-	not is_object(input.current)
+	input.op == "write"
+	input.current == null
 	not unverified_inference
 }
 
 fired contains "new_fact" if {
 	input.candidate.layer == "state"
-	input.op != "delete"
-	not is_object(input.current)
+	input.op == "write"
+	input.current == null
 }
 
 fired contains "delete" if {
@@ -144,18 +142,16 @@ fired contains "delete" if {
 
 # --- conditions
 
-# unchanged: the write repeats the slot's active version.
-unchanged if {
-	input.op != "delete"
-	is_object(input.current)
+# change compares a write with the slot's active version: "new" (the slot
+# has none), "same" (it repeats it) or "different" (it would override it);
+# a deletion is "delete".
+change := "delete" if {
+	input.op == "delete"
+} else := "new" if {
+	input.current == null
+} else := "same" if {
 	not differs(input.current)
-}
-
-overrides if {
-	input.op != "delete"
-	is_object(input.current)
-	differs(input.current)
-}
+} else := "different"
 
 unverified_inference if {
 	input.candidate.candidateSource == "model-inference"
@@ -169,7 +165,7 @@ has_evidence if input.candidate.evidence.sourceRef != ""
 # differs(rec) compares the candidate with another version of its slot: on
 # structured values when both have one, else on the normalized text.
 differs(rec) := input.candidate.value != rec.value if {
-	has_value(input.candidate)
+	candidate_has_value
 	has_value(rec)
 } else := text != object.get(rec, "text_norm", "")
 
@@ -184,15 +180,16 @@ fired contains "not_a_memory" if {
 }
 
 from_conversation if {
+	ref := input.candidate.evidence.sourceRef # most writes have none: stop here
 	some prefix in data.memgate.config.conversation_sources
-	startswith(object.get(input.candidate, ["evidence", "sourceRef"], ""), prefix)
+	startswith(ref, prefix)
 }
 
 chitchat_or_question if data.memgate.config.chitchat[trim_space(text)]
 
 chitchat_or_question if {
 	some suffix in data.memgate.config.question_ends
-	endswith(trim_space(object.get(input.candidate, "summary", "")), suffix)
+	endswith(trim_space(summary), suffix)
 }
 
 chitchat_or_question if {

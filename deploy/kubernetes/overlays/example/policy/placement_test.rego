@@ -4,7 +4,7 @@ package memgate_test
 import data.memgate
 
 test_publish_constraint_english_lands_in_publish_slot if {
-	d := memgate.decision with input as text("Auto-publish is disabled for project Alpha.", " auto publish is disabled for project alpha ")
+	d := decide(text("Auto-publish is disabled for project Alpha.", " auto publish is disabled for project alpha "))
 	d.layer == "policy"
 	d.factType == "publish.auto"
 	d.subjectId == "project-alpha"
@@ -12,7 +12,7 @@ test_publish_constraint_english_lands_in_publish_slot if {
 }
 
 test_publish_constraint_chinese_lands_in_same_slot if {
-	d := memgate.decision with input as text("项目 alpha 当前阶段禁止自动发布", " 项目alpha当前阶段禁止自动发布 ")
+	d := decide(text("项目 alpha 当前阶段禁止自动发布", " 项目alpha当前阶段禁止自动发布 "))
 	d.layer == "policy"
 	d.factType == "publish.auto"
 	d.subjectId == "project-alpha"
@@ -20,39 +20,39 @@ test_publish_constraint_chinese_lands_in_same_slot if {
 }
 
 test_publish_rephrased_enabled if {
-	d := memgate.decision with input as text("Turn on automatic publishing for project alpha", " turn on automatic publishing for project alpha ")
+	d := decide(text("Turn on automatic publishing for project alpha", " turn on automatic publishing for project alpha "))
 	d.factType == "publish.auto"
 	d.value == {"enabled": true}
 }
 
 test_negation_wins_over_affirmation if {
-	d := memgate.decision with input as text("项目alpha不允许自动发布", " 项目alpha不允许自动发布 ")
+	d := decide(text("项目alpha不允许自动发布", " 项目alpha不允许自动发布 "))
 	d.value == {"enabled": false}
 }
 
 test_confirmation_topic_defaults_to_required if {
-	d := memgate.decision with input as text("Production deploys for project beta need human approval", " production deploys for project beta need human approval ")
+	d := decide(text("Production deploys for project beta need human approval", " production deploys for project beta need human approval "))
 	d.factType == "confirm.manual"
 	d.subjectId == "project-beta"
 	d.value == {"required": true}
 }
 
 test_data_modification_topic if {
-	d := memgate.decision with input as text("The agent must not modify the billing tables", " the agent must not modify the billing tables ")
+	d := decide(text("The agent must not modify the billing tables", " the agent must not modify the billing tables "))
 	d.layer == "policy"
 	d.factType == "data.modify"
 	d.value == {"allowed": false}
 }
 
 test_permission_boundary_chinese if {
-	d := memgate.decision with input as text("agent 对项目 gamma 的生产库没有访问权限", " agent对项目gamma的生产库没有访问权限 ")
+	d := decide(text("agent 对项目 gamma 的生产库没有访问权限", " agent对项目gamma的生产库没有访问权限 "))
 	d.factType == "access.scope"
 	d.subjectId == "project-gamma"
 	d.value == {"allowed": false}
 }
 
 test_state_phase_from_alpha_project_form if {
-	d := memgate.decision with input as text("The alpha project is now in phase 3", " the alpha project is now in phase 3 ")
+	d := decide(text("The alpha project is now in phase 3", " the alpha project is now in phase 3 "))
 	d.layer == "state"
 	d.factType == "status.phase"
 	d.subjectId == "project-alpha"
@@ -60,70 +60,73 @@ test_state_phase_from_alpha_project_form if {
 }
 
 test_subject_stopwords_name_no_project if {
-	d := memgate.decision with input as text("This project has a deadline on Friday", " this project has a deadline on friday ")
+	d := decide(text("This project has a deadline on Friday", " this project has a deadline on friday "))
 	d.factType == "status.deadline"
 	d.subjectId == ""
 }
 
 test_project_before_alpha_project_form if {
-	d := memgate.decision with input as text("for project delta the owner is Wang", " for project delta the owner is wang ")
+	d := decide(text("for project delta the owner is Wang", " for project delta the owner is wang "))
 	d.subjectId == "project-delta"
 	d.factType == "status.owner"
 }
 
 test_language_preference_slot if {
-	d := memgate.decision with input as text("Please reply in Chinese from now on", " please reply in chinese from now on ")
+	d := decide(text("Please reply in Chinese from now on", " please reply in chinese from now on "))
 	d.layer == "preference"
 	d.factType == "preference.language"
 }
 
 test_preference_hint_has_no_slot if {
-	d := memgate.decision with input as text("I prefer short answers with code first", " i prefer short answers with code first ")
+	d := decide(text("I prefer short answers with code first", " i prefer short answers with code first "))
 	d.layer == "preference"
 	d.factType == ""
 }
 
 test_checkpoint_hint_chinese if {
-	d := memgate.decision with input as text("迁移任务已完成第三步，下一步是校验数据", " 迁移任务已完成第三步下一步是校验数据 ")
+	d := decide(text("迁移任务已完成第三步，下一步是校验数据", " 迁移任务已完成第三步下一步是校验数据 "))
 	d.layer == "checkpoint"
 	d.factType == ""
 }
 
 test_plain_text_is_knowledge if {
-	d := memgate.decision with input as text("The Berlin office opens at 9", " the berlin office opens at 9 ")
+	d := decide(text("The Berlin office opens at 9", " the berlin office opens at 9 "))
 	d.layer == "knowledge"
 	d.factType == ""
 	d.subjectId == ""
 }
 
 test_writer_layer_and_fact_type_win if {
-	d := memgate.decision with input as write({
+	d := decide(write({
 		"layer": "state", "factType": "release.version", "subjectId": "project-alpha",
 		"summary": "auto publish", "text_norm": " auto publish ",
-	})
+	}))
 	d.layer == "state"
 	d.factType == "release.version"
 }
 
 test_writer_value_is_not_replaced if {
-	d := memgate.decision with input as write({
+	d := decide(write({
 		"layer": "policy", "factType": "publish.auto", "summary": "auto-publish is off",
 		"text_norm": " auto publish is off ", "value": {"enabled": false},
-	})
+	}))
 	d.value == null
 }
 
 test_affects_of_topic_and_layer if {
-	d1 := memgate.decision with input as text("auto-publish is disabled", " auto publish is disabled ")
+	d1 := decide(text("auto-publish is disabled", " auto publish is disabled "))
 	d1.affects == ["publishing", "release pipeline"]
-	d2 := memgate.decision with input as text("The Berlin office opens at 9", " the berlin office opens at 9 ")
+	d2 := decide(text("The Berlin office opens at 9", " the berlin office opens at 9 "))
 	d2.affects == ["answers that draw on this knowledge"]
 }
 
-# Every topic's priority is distinct, so the text's topic is never a tie.
-test_topic_priorities_are_distinct if {
-	priorities := [t.priority | some t in data.memgate.config.topics]
-	count(priorities) == count({p | some p in priorities})
+# Every topic is ranked exactly once, so the text's topic is never a tie,
+# and the policy topics are ranked in the same order.
+test_topics_are_ranked_once if {
+	ranked := data.memgate.features.first.topic
+	count(ranked) == count(data.memgate.config.topics)
+	{t | some t in ranked} == object.keys(data.memgate.config.topics)
+	data.memgate.features.first.policy_topic == [t | some t in ranked; data.memgate.config.topics[t].layer == "policy"]
 }
 
 # Every topic has keywords, and every keyword list names a topic or a known feature.
@@ -131,7 +134,7 @@ test_keyword_lists_match_topics if {
 	every name, _ in data.memgate.config.topics {
 		count(data.memgate.features.keywords[name]) > 0
 	}
-	known := object.keys(data.memgate.config.topics) | {"negation", "affirmation", "subject.marker"}
+	known := object.keys(data.memgate.config.topics) | {"negation", "affirmation"}
 	every name, _ in data.memgate.features.keywords {
 		name in known
 	}

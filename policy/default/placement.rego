@@ -1,9 +1,20 @@
-# Slot derivation: gives free-text memories (Mem0 and MCP writes carry no
-# layer or fact type) a layer, a fact type, a subject and a structured value.
+# Placement: where a free-text memory goes. Mem0 and MCP writes carry no
+# layer or fact type; the sidecar asks data.memgate.placement for the layer,
+# fact type, subject and structured value the text implies, fills in what
+# the writer left empty, and then asks data.memgate.decision about the
+# placed write.
 package memgate
 
-# text_topic is the highest-priority topic whose keywords the text contains.
-text_topic := min({[p, t] | some t, _ in text_features; p := data.memgate.config.topics[t].priority})[1]
+placement := {
+	"layer": layer,
+	"factType": fact_type,
+	"subjectId": subject_id,
+	"value": value,
+}
+
+# text_topic is the first topic of data.memgate.features.first.topic (they
+# are listed by priority) whose keywords the text contains.
+text_topic := text_first.topic
 
 # layer: the writer's, else the text's topic's, else knowledge.
 layer := l if {
@@ -34,13 +45,13 @@ fact_type := t if {
 } else := topic
 
 # subject_id names the project the text mentions: "project alpha", "项目alpha"
-# and then "alpha project" all give "project-alpha". The sidecar uses it only
-# when the writer named no subject of its own, so it is derived only then
-# (no subject, or the subject the writer's scope defaults to).
+# and then "alpha project" all give "project-alpha" (the subject capture of
+# data.memgate.features.captures). The sidecar uses it only when the writer
+# named no subject of its own, so it is derived only then (no subject, or
+# the subject the writer's scope defaults to).
 default subject_id := ""
 
-subject_id := concat("", [data.memgate.config.subject_prefix, subject_name]) if {
-	text_features["subject.marker"]
+subject_id := concat("", [data.memgate.config.subject_prefix, text_captures.subject]) if {
 	subject_from_scope
 }
 
@@ -48,27 +59,13 @@ subject_from_scope if input.candidate.subjectId == ""
 
 subject_from_scope if input.candidate.subjectId == input.candidate.scope[_]
 
-subject_name := n if {
-	n := subject_names(data.memgate.config.subject_patterns[0])[0]
-} else := n if {
-	n := subject_names(data.memgate.config.subject_patterns[1])[0]
-}
-
-subject_names(pattern) := [n |
-	some m in regex.find_all_string_submatch_n(pattern, text, -1)
-	some i, n in m
-	i > 0
-	n != ""
-	not n in data.memgate.config.subject_stopwords
-]
-
 # value is the structured value the text states for its topic, e.g.
 # {"enabled": false}, so overrides compare facts rather than wording. It is
 # derived only when the writer gave none.
 default value := null
 
 value := {spec.value: v} if {
-	not has_value(input.candidate)
+	not candidate_has_value
 	spec := data.memgate.config.topics[topic]
 	v := stated_value(spec)
 }
@@ -79,9 +76,3 @@ stated_value(spec) := false if {
 } else if {
 	text_features.affirmation
 } else := spec.value_default
-
-affects := a if {
-	a := data.memgate.config.topics[topic].affects
-} else := a if {
-	a := data.memgate.config.layer_affects[layer]
-} else := []

@@ -1,0 +1,111 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// paths lists a shape as sorted dotted paths, "*" where it is whole.
+func (s *inputShape) paths(prefix string) []string {
+	if s.all {
+		return []string{prefix + "*"}
+	}
+	var out []string
+	for k, c := range s.fields {
+		out = append(out, c.paths(prefix+k+".")...)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestShapeOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, module string
+		want         []string
+	}{
+		{"fields", `package p
+d if { input.op == "write"; input.candidate.layer == "state" }`, []string{"candidate.layer.*", "op.*"}},
+		{"iteration reads the whole list", `package p
+d if { some r in input.pending; r.value }`, []string{"pending.*"}},
+		{"a variable key", `package p
+d if { input.candidate[k] == 1 }`, []string{"candidate.*"}},
+		{"a record passed whole", `package p
+f(r) if r.value
+d if f(input.current)`, []string{"current.*"}},
+		{"imports are resolved", `package p
+import input.candidate as c
+d if c.summary == "x"`, []string{"candidate.summary.*"}},
+		{"input itself", `package p
+d if count(input) > 0`, []string{"*"}},
+		{"a whole part absorbs its fields", `package p
+d if { input.candidate.layer; x := input.candidate }`, []string{"candidate.*"}},
+		{"with targets", `package p
+e if input.candidate.layer == "x"
+d if e with input.candidate.layer as "x"`, []string{"candidate.layer.*"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ast.NewCompiler()
+			r := rego.New(rego.Query("data.p.d"), rego.Module("p.rego", tc.module), rego.Compiler(c))
+			if _, err := r.PrepareForEval(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := shapeOf(c.Modules).paths(""); !slices.Equal(got, tc.want) {
+				t.Errorf("shape %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestDefaultPolicyReadsLittleOfTheInput pins what the default policy's
+// shape leaves out, so a change that reads a record whole shows up here
+// (it would still decide the same, only slower).
+func TestDefaultPolicyReadsLittleOfTheInput(t *testing.T) {
+	p := compileDefault(t)
+	cand := p.shape.field("candidate")
+	if cand == nil || cand.all {
+		t.Fatalf("the default policy reads the whole candidate: %v", p.shape.paths(""))
+	}
+	for _, unread := range []string{"id", "slotId", "status", "createdAt", "actor", "metadata", "decision", "review"} {
+		if cand.has(unread) {
+			t.Errorf("candidate.%s is in the shape %v", unread, cand.paths("candidate."))
+		}
+	}
+}
+
+// TestPrunedInputDecidesTheSame evaluates every realistic write with the
+// default policy's shape and with the whole input: the decisions and
+// placements must be identical.
+func TestPrunedInputDecidesTheSame(t *testing.T) {
+	ctx := context.Background()
+	p := compileDefault(t)
+	whole := *p
+	whole.shape = fullShape
+	calls := benchInputs(t)
+	for i, call := range calls {
+		var got, want string
+		if call.place {
+			a, errA := p.Place(ctx, call.in)
+			b, errB := whole.Place(ctx, call.in)
+			got, want = fmt.Sprint(a, errA), fmt.Sprint(b, errB)
+		} else {
+			a, errA := p.Classify(ctx, call.in)
+			b, errB := whole.Classify(ctx, call.in)
+			got, want = fmt.Sprint(a, errA), fmt.Sprint(b, errB)
+		}
+		if got != want {
+			t.Errorf("call %d (%q): pruned input gives %s, whole input %s", i, call.in.Candidate.Summary, got, want)
+		}
+		if strings.Contains(got, "error") {
+			t.Errorf("call %d: %s", i, got)
+		}
+	}
+	if len(calls) < 80 {
+		t.Fatalf("only %d calls", len(calls))
+	}
+}
