@@ -24,25 +24,16 @@ layer := l if {
 	l := data.memgate.config.topics[text_topic].layer
 } else := "knowledge"
 
-# topic: the configured topic this write is about. A writer's fact type
-# names it directly; free text gets its text's topic when that topic names a
-# slot of the write's layer.
-topic := t if {
-	t := input.candidate.factType
-	data.memgate.config.topics[t]
-} else := text_topic if {
-	not input.candidate.factType
-	spec := data.memgate.config.topics[text_topic]
-	spec.slot
-	spec.layer == layer
-}
-
-default fact_type := ""
-
+# fact_type: the writer's; else, for free text, its text's topic when that
+# topic names a slot of the write's layer.
 fact_type := t if {
 	t := input.candidate.factType
 	t != ""
-} else := topic
+} else := text_topic if {
+	spec := data.memgate.config.topics[text_topic]
+	spec.slot
+	spec.layer == layer
+} else := ""
 
 # subject_id names the project the text mentions: "project alpha", "项目alpha"
 # and then "alpha project" all give "project-alpha" (the subject capture of
@@ -66,7 +57,7 @@ default value := null
 
 value := {spec.value: v} if {
 	not candidate_has_value
-	spec := data.memgate.config.topics[topic]
+	spec := data.memgate.config.topics[fact_type]
 	v := stated_value(spec)
 }
 
