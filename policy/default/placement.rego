@@ -14,7 +14,7 @@ placement := {
 
 # text_topic is the first topic of data.memgate.features.first.topic (they
 # are listed by priority) whose keywords the text contains.
-text_topic := text_first.topic
+text_topic := input.candidate.text_first.topic
 
 # layer: the writer's, else the text's topic's, else knowledge.
 layer := l if {
@@ -42,7 +42,8 @@ fact_type := t if {
 # the subject the writer's scope defaults to).
 default subject_id := ""
 
-subject_id := concat("", [data.memgate.config.subject_prefix, text_captures.subject]) if {
+subject_id := concat("", [data.memgate.config.subject_prefix, name]) if {
+	name := input.candidate.text_captures.subject # most texts name none: stop here
 	subject_from_scope
 }
 
@@ -55,15 +56,15 @@ subject_from_scope if input.candidate.subjectId == input.candidate.scope[_]
 # derived only when the writer gave none.
 default value := null
 
-value := {spec.value: v} if {
+value := {kind: v} if {
+	kind := data.memgate.config.topics[fact_type].value # most topics have none: stop here
 	not candidate_has_value
-	spec := data.memgate.config.topics[fact_type]
-	v := stated_value(spec)
+	v := stated_value(data.memgate.config.topics[fact_type])
 }
 
 # stated_value: a negation wins over an affirmation; else the topic's default.
 stated_value(spec) := false if {
-	text_features.negation
+	input.candidate.text_features.negation
 } else if {
-	text_features.affirmation
+	input.candidate.text_features.affirmation
 } else := spec.value_default

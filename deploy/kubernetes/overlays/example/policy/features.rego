@@ -4,27 +4,14 @@
 # (data.memgate.features.first) and the first capture of each capture spec
 # (data.memgate.features.captures).
 #
-# The sidecar computes all of them in Go and passes them as
-# input.candidate.text_features ({name: true}), text_first ({list: name}) and
-# text_captures ({name: string}), since a keyword loop in Rego costs far more
-# than the rest of the decision. Without those fields (plain `opa test`,
-# other hosts) the same values are computed here from the same data, so the
-# policy means the same thing either way.
+# The host computes them and passes them on the candidate as text_features
+# ({name: true}), text_first ({list: name}) and text_captures ({name:
+# string}): the sidecar does it in Go, since a keyword loop in Rego costs
+# far more than a whole decision. The rules read only those fields. The
+# definitions below are the reference: the Rego tests build their inputs
+# with them (helpers_test.rego), and a Go test checks the sidecar computes
+# the same values.
 package memgate
-
-text_features := f if {
-	f := input.candidate.text_features
-} else := computed_features
-
-text_first := f if {
-	input.candidate.text_features
-	f := input.candidate.text_first
-} else := computed_first
-
-text_captures := c if {
-	input.candidate.text_features
-	c := input.candidate.text_captures
-} else := computed_captures
 
 computed_features[name] := true if {
 	some name, keywords in data.memgate.features.keywords

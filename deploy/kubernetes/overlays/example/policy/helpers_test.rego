@@ -1,6 +1,7 @@
 # Helpers for the default policy's tests: inputs shaped like the sidecar's.
-# text_norm is written out as the sidecar would compute it; text_features is
-# left out, so the policy computes the features itself from its data.
+# text_norm is written out as the sidecar would compute it; the text
+# features are computed by the policy's reference definitions
+# (features.rego), which a Go test holds the sidecar's to.
 package memgate_test
 
 import data.memgate
@@ -24,11 +25,21 @@ base_candidate := {
 # write(fields) is a write of a candidate with fields set, on an empty slot.
 write(fields) := {
 	"op": "write",
-	"candidate": object.union(base_candidate, fields),
+	"candidate": with_text_facts(object.union(base_candidate, fields)),
 	"current": null,
 	"pending": [],
 	"actor": {"agentId": "agent-1"},
 	"dialect": "native",
+}
+
+# with_text_facts(c) adds to a candidate what the sidecar computes from its
+# text: text_features, text_first and text_captures.
+with_text_facts(c) := object.union(c, facts) if {
+	facts := {
+		"text_features": memgate.computed_features,
+		"text_first": memgate.computed_first,
+		"text_captures": memgate.computed_captures,
+	} with input as {"candidate": c}
 }
 
 # text(summary, norm) is a free-text (Mem0-style) write.

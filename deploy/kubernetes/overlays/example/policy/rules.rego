@@ -2,20 +2,17 @@
 # risk, categories and message are in data.memgate.config.rules, so an
 # operator can retune a rule with data alone.
 #
-# Conditions on the layer, the operation, the source and an empty slot test
-# input directly: OPA indexes rules on such equalities and never evaluates
-# the ones that cannot match, which keeps a decision to a few microseconds.
-# The write is placed (free text has its layer, see placement.rego).
+# Every expression evaluated costs about a microsecond, so the rules are
+# written for the evaluator: conditions on the layer, the operation, the
+# source and the dialect test input by equality, which OPA indexes (a rule
+# that cannot match is never evaluated), and the condition that fails most
+# often comes first in a body. The write is placed (free text has its layer,
+# see placement.rego).
 package memgate
 
 # --- reject: what must never be remembered
 
 fired contains "secret_detected" if input.candidate.text_features.secret == true
-
-fired contains "secret_detected" if {
-	not input.candidate.text_features
-	computed_features.secret
-}
 
 # --- review: strategy constraints and permission boundaries
 
@@ -29,19 +26,16 @@ strategy_rule := r if {
 } else := "strategy_constraint"
 
 # The text states a strategy constraint the writer filed as knowledge or a
-# preference.
+# preference: text_first.policy_topic is the first policy topic it names.
 fired contains "strategy_in_text" if {
 	input.candidate.layer == "knowledge"
-	text_states_policy
+	input.candidate.text_first.policy_topic
 }
 
 fired contains "strategy_in_text" if {
 	input.candidate.layer == "preference"
-	text_states_policy
+	input.candidate.text_first.policy_topic
 }
-
-# text_first.policy_topic is the first policy topic the text names.
-text_states_policy if text_first.policy_topic
 
 # --- review: replacing or deleting a key fact, racing a parked write
 
@@ -71,8 +65,8 @@ fired contains "delete_key_fact" if {
 }
 
 fired contains "pending_conflict" if {
+	some p in input.pending # usually none: stop here
 	input.op == "write"
-	some p in input.pending
 	differs(p)
 }
 
@@ -100,7 +94,10 @@ fired contains "inference_unverified" if {
 # --- apply: the low-risk baseline of each layer; overrides of knowledge
 # and state have none, the rules above decide them.
 
-fired contains "same_as_current" if change == "same"
+fired contains "same_as_current" if {
+	input.current != null # most writes fill an empty slot: stop here
+	change == "same"
+}
 
 fired contains "checkpoint" if {
 	input.candidate.layer == "checkpoint"
@@ -145,10 +142,11 @@ fired contains "delete" if {
 # change compares a write with the slot's active version: "new" (the slot
 # has none), "same" (it repeats it) or "different" (it would override it);
 # a deletion is "delete".
-change := "delete" if {
-	input.op == "delete"
-} else := "new" if {
+change := "new" if {
 	input.current == null
+	input.op == "write"
+} else := "delete" if {
+	input.op == "delete"
 } else := "same" if {
 	not differs(input.current)
 } else := "different"
@@ -174,13 +172,13 @@ differs(rec) := input.candidate.value != rec.value if {
 # facts): what a user or tool writes explicitly is kept as written.
 
 fired contains "not_a_memory" if {
+	ref := input.candidate.evidence.sourceRef # most writes have none: stop here
 	input.dialect == "mem0" # indexed: other dialects skip the rule
-	from_conversation
+	from_conversation(ref)
 	chitchat_or_question
 }
 
-from_conversation if {
-	ref := input.candidate.evidence.sourceRef # most writes have none: stop here
+from_conversation(ref) if {
 	some prefix in data.memgate.config.conversation_sources
 	startswith(ref, prefix)
 }
