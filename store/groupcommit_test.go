@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dgraph-io/badger/v4"
+
 	"github.com/memgate/memgate/memory"
 )
 
@@ -197,5 +199,80 @@ func TestGroupCommitStore(t *testing.T) {
 	}
 	if v, err := st.Get(context.Background(), "test", "k"); err != nil || len(v) != 5000 {
 		t.Fatalf("kv value after reopening: %d bytes, %v", len(v), err)
+	}
+}
+
+// TestWritesOutsideTheGovernorAreDurableOnReturn: under group commit, Put
+// and PutKey (the Slack references, the Mem0 event log) run a sync of
+// their own before they return, as Update does, so whatever a caller
+// acknowledges after them is on disk.
+func TestWritesOutsideTheGovernorAreDurableOnReturn(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(Options{Dir: dir, GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var syncs atomic.Int64
+	flush := st.group.flush
+	st.group.flush = func() error { syncs.Add(1); return flush() }
+	ctx := context.Background()
+	for _, w := range []struct {
+		name string
+		put  func() error
+	}{
+		{"Put", func() error { return st.Put(ctx, "test", "k", []byte("v")) }},
+		{"PutKey", func() error { return st.PutKey(ctx, []byte("mem0/ev/1"), []byte("event")) }},
+		{"PutKey, a value for the value log", func() error {
+			return st.PutKey(ctx, []byte("mem0/ev/2"), []byte(strings.Repeat("e", 2*valueThreshold)))
+		}},
+	} {
+		before := syncs.Load()
+		if err := w.put(); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		if syncs.Load() == before {
+			t.Errorf("%s returned without a sync", w.name)
+		}
+		if w.name == "PutKey, a value for the value log" && st.logs.vlogDirty.Load() {
+			t.Errorf("%s returned with the value log not synced", w.name)
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err = Open(Options{Dir: dir, GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for k, n := range map[string]int{"mem0/ev/1": 5, "mem0/ev/2": 2 * valueThreshold} {
+		var got []byte
+		err := st.DB().View(func(txn *badger.Txn) error {
+			item, err := txn.Get([]byte(k))
+			if err != nil {
+				return err
+			}
+			got, err = item.ValueCopy(nil)
+			return err
+		})
+		if err != nil || len(got) != n {
+			t.Errorf("%s after reopening: %d bytes, %v; want %d", k, len(got), err, n)
+		}
+	}
+}
+
+func TestPutKeyRefusesTheStoresOwnPrefixes(t *testing.T) {
+	st, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, k := range []string{"r/x", "s/x", "a/subject\x00x", "e/x", "kv/ns\x00k", "o/x"} {
+		if err := st.PutKey(context.Background(), []byte(k), []byte("v")); err == nil {
+			t.Errorf("PutKey(%q) wrote into the store's own layout", k)
+		}
+	}
+	if err := st.PutKey(context.Background(), []byte("mem0/ev/x"), []byte("v")); err != nil {
+		t.Errorf("PutKey of a prefix of its own: %v", err)
 	}
 }

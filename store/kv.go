@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,14 +37,44 @@ func (s *Store) Get(ctx context.Context, namespace, k string) ([]byte, error) {
 
 // Put writes a small value under kv/<namespace>, durably.
 func (s *Store) Put(ctx context.Context, namespace, k string, v []byte) error {
+	if err := s.setDurable(ctx, key("kv/", namespace, k), v); err != nil {
+		return fmt.Errorf("store: put %s/%s: %w", namespace, k, err)
+	}
+	return nil
+}
+
+// PutKey writes one value under a key of the caller's own prefix, outside
+// the store's layout (the Mem0 event log keeps mem0/ev/<id>), and returns
+// once it is durable, as Update and Put do, in group commit mode too. This
+// is how other packages write to the database: a write made directly
+// through DB() is not durable until Sync. Keys under the store's own
+// prefixes are refused.
+func (s *Store) PutKey(ctx context.Context, k, v []byte) error {
+	for _, p := range layoutPrefixes {
+		if bytes.HasPrefix(k, []byte(p)) {
+			return fmt.Errorf("store: put %q: the %s prefix belongs to the store", k, p)
+		}
+	}
+	if err := s.setDurable(ctx, k, v); err != nil {
+		return fmt.Errorf("store: put %q: %w", k, err)
+	}
+	return nil
+}
+
+// layoutPrefixes are the store's own key prefixes (see tx.go).
+var layoutPrefixes = []string{"r/", "s/", "p/", "sr/", "sp/", "ss/", "a/", "q/", "xr/", "xa/", "e/", "er/", "o/", "kv/"}
+
+// setDurable writes one key in a transaction of its own and returns once
+// the commit is durable.
+func (s *Store) setDurable(ctx context.Context, k, v []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if s.logs != nil && len(v) >= valueThreshold {
 		s.logs.markVlog()
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(key("kv/", namespace, k), v) }); err != nil {
-		return fmt.Errorf("store: put %s/%s: %w", namespace, k, err)
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
+		return err
 	}
 	return s.durable()
 }

@@ -25,8 +25,9 @@ type Options struct {
 	// disk. Acknowledged writes may then be lost on a crash.
 	NoSync bool
 	// GroupCommit keeps every commit durable but lets concurrent commits
-	// share one fsync (see groupCommit) instead of taking one each. Writes
-	// made directly through DB() are then durable only after Sync.
+	// share one fsync (see groupCommit) instead of taking one each. Update,
+	// Put and PutKey still return only once durable; writes made directly
+	// through DB() are then durable only after Sync. NoSync wins over it.
 	GroupCommit bool
 	// InMemory keeps everything in memory (tests and benchmarks only).
 	InMemory bool
@@ -99,7 +100,7 @@ func Open(o Options) (*Store, error) {
 const valueThreshold = 4 << 10
 
 // Sync makes everything committed so far durable, including writes made
-// directly through DB(). Update and Put are durable on their own.
+// directly through DB(). Update, Put and PutKey are durable on their own.
 func (s *Store) Sync(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -134,7 +135,9 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// DB exposes the Badger handle to the packages that back it up (snapshot).
+// DB exposes the Badger handle for reads and backups (snapshot, the Mem0
+// event log). Write through Update, Put or PutKey instead: in group commit
+// mode a write made directly through DB() is durable only after Sync.
 func (s *Store) DB() *badger.DB { return s.db }
 
 // Size returns the on-disk size of the LSM tree and the value log.

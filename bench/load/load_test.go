@@ -103,7 +103,7 @@ func sidecar(t *testing.T) string {
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: pol, Logger: log})
 	mux := http.NewServeMux()
 	(&proxy.Native{Gov: gov, Log: log}).Register(mux)
-	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st.DB()), Logger: log}).Register(mux)
+	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Logger: log}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL

@@ -243,6 +243,80 @@ func TestRestartAfterSIGKILLKeepsEverythingAcknowledged(t *testing.T) {
 	}
 }
 
+// TestMem0AddSurvivesSIGKILLUnderGroupCommit: the binary runs group commit
+// by default, and a Mem0 add makes two commits, the governor's and its event
+// log's, both durable before the add answers. Concurrent adds (so commits
+// share syncs), then SIGKILL: every answered add has its memory and its
+// event after the restart. (SIGKILL keeps the page cache, so this proves
+// the writes reached Badger's log, not the disk; store's tests prove every
+// write path syncs before it returns.)
+func TestMem0AddSurvivesSIGKILLUnderGroupCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	dataDir := t.TempDir()
+	p := startSidecar(t, dataDir)
+	if !strings.Contains(p.logs.String(), "durability=group-commit") {
+		t.Fatalf("the binary does not run group commit by default:\n%s", p.logs)
+	}
+
+	type added struct{ event, memory string }
+	const writers, each = 8, 5
+	acked := make([][]added, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				body, _ := json.Marshal(map[string]any{"user_id": fmt.Sprintf("user-%d", w), "infer": false,
+					"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("I keep plant number %d on the windowsill", i)}}})
+				resp, err := http.Post(p.agent+"/v3/memories/add/", "application/json", bytes.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				var ans struct {
+					Status  string `json:"status"`
+					EventID string `json:"event_id"`
+					Results []struct {
+						ID string `json:"id"`
+					} `json:"results"`
+				}
+				err = json.NewDecoder(resp.Body).Decode(&ans)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != 200 || ans.Status != "SUCCEEDED" || ans.EventID == "" || len(ans.Results) != 1 {
+					t.Errorf("mem0 add: %d %+v %v", resp.StatusCode, ans, err)
+					return
+				}
+				acked[w] = append(acked[w], added{ans.EventID, ans.Results[0].ID})
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	p.kill()
+	p = startSidecar(t, dataDir)
+
+	for _, as := range acked {
+		for _, a := range as {
+			var ev struct {
+				Status string `json:"status"`
+			}
+			if code := p.do("GET", p.agent+"/v1/event/"+a.event+"/", nil, &ev); code != 200 || ev.Status != "SUCCEEDED" {
+				t.Errorf("after SIGKILL and restart event %s is %d %q, want 200 SUCCEEDED", a.event, code, ev.Status)
+			}
+			var m struct {
+				ID string `json:"id"`
+			}
+			if code := p.do("GET", p.agent+"/v1/memories/"+a.memory+"/", nil, &m); code != 200 || m.ID != a.memory {
+				t.Errorf("after SIGKILL and restart memory %s is %d %+v", a.memory, code, m)
+			}
+		}
+	}
+}
+
 func TestAgentListenerCannotGovern(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")

@@ -46,6 +46,7 @@ type serveConfig struct {
 	policyBundleKey    string
 	policyBundleKeyAlg string
 	noSync             bool
+	groupCommit        bool
 	logLevel           string
 	logFormat          string
 	slack              slacknotify.Config
@@ -63,7 +64,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.policyBundleKey, "policy-bundle-key", "", "file with the PEM public key (or HMAC secret) bundles must be signed with; empty: unsigned bundles")
 	fs.StringVar(&c.policyBundleKeyAlg, "policy-bundle-key-algorithm", "RS256", "signing algorithm of --policy-bundle-key")
 	fs.DurationVar(&c.policyTimeout, "policy-timeout", 250*time.Millisecond, "bound on one policy evaluation; past it the write is parked")
-	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync each commit (faster; acknowledged writes may be lost on a crash)")
+	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync commits at all (faster; acknowledged writes may be lost on a crash); wins over --group-commit")
+	fs.BoolVar(&c.groupCommit, "group-commit", true, "concurrent commits share one fsync, each still durable before it is acknowledged; false: one fsync per commit (Badger SyncWrites)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.extractorURL, "extractor-url", "", "OpenAI-compatible chat-completions endpoint that extracts facts from Mem0 adds with infer=true (e.g. http://127.0.0.1:8080/v1); empty: each message is a candidate")
@@ -100,9 +102,15 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		return err
 	}
 
-	st, err := store.Open(store.Options{Dir: filepath.Join(cfg.dataDir, "db"), NoSync: cfg.noSync, Logger: log})
+	// Every write the sidecar acknowledges goes through the store's Update,
+	// Put or PutKey, which return once durable in group commit mode too.
+	st, err := store.Open(store.Options{Dir: filepath.Join(cfg.dataDir, "db"), NoSync: cfg.noSync,
+		GroupCommit: cfg.groupCommit, Logger: log})
 	if err != nil {
 		return err
+	}
+	if cfg.noSync {
+		log.Warn("--no-sync: commits are not fsynced; a crash may lose acknowledged writes")
 	}
 	defer func() {
 		if err := st.Close(); err != nil {
@@ -154,7 +162,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if len(mem0Keys) == 0 && !loopback(cfg.listen) {
 		log.Warn("no MEMGATE_MEM0_API_KEYS set and the agent listener is not on loopback: Mem0 routes accept any caller", "listen", cfg.listen)
 	}
-	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st.DB()), Logger: log,
+	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Logger: log,
 		APIKeys: mem0Keys, Extractor: extractor}).Register(agentMux)
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log})
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
@@ -214,7 +222,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	}
 	ready.Store(true)
 	log.Info("memgate ready", "agent", agentLn.Addr().String(), "admin", adminLn.Addr().String(),
-		"data", cfg.dataDir, "policy", pol.describe, "startup", time.Since(start).Round(time.Millisecond).String())
+		"data", cfg.dataDir, "durability", durability(cfg), "policy", pol.describe, "startup", time.Since(start).Round(time.Millisecond).String())
 
 	select {
 	case <-ctx.Done():
@@ -271,6 +279,17 @@ func adminToken(dataDir string, log *slog.Logger) (string, error) {
 }
 
 const tokenFile = "admin.token"
+
+// durability names how commits reach the disk, for the startup log.
+func durability(cfg serveConfig) string {
+	switch {
+	case cfg.noSync:
+		return "no-sync"
+	case cfg.groupCommit:
+		return "group-commit"
+	}
+	return "fsync-per-commit"
+}
 
 // loopback reports whether a listen address binds only the loopback interface.
 func loopback(addr string) bool {

@@ -32,18 +32,29 @@ type EventWrite struct {
 
 // EventLog keeps Mem0 events in the Badger database beside the records,
 // under a key prefix of its own, one small JSON value each. Event ids are
-// ULIDs, so iterating the prefix backwards lists the newest first. Writes
-// are durable when the database syncs its writes (the store's default).
-type EventLog struct{ db *badger.DB }
+// ULIDs, so iterating the prefix backwards lists the newest first. It
+// writes through the store (PutKey), so an event is durable before Put
+// returns in every durable mode, group commit included: the add that
+// answers with its event id is acknowledged only after that.
+type EventLog struct{ db EventDB }
+
+// EventDB is the database the log lives in: a *store.Store.
+type EventDB interface {
+	// DB is the Badger database, read directly.
+	DB() *badger.DB
+	// PutKey writes one key of the log's own prefix and returns once it
+	// is durable.
+	PutKey(ctx context.Context, k, v []byte) error
+}
 
 // eventPrefix is the key prefix of events; the store's own prefixes
 // (r/, s/, kv/, ...) never start with it.
 const eventPrefix = "mem0/ev/"
 
-// NewEventLog returns the event log kept in db (store.(*Store).DB()).
-func NewEventLog(db *badger.DB) *EventLog { return &EventLog{db: db} }
+// NewEventLog returns the event log kept in db.
+func NewEventLog(db EventDB) *EventLog { return &EventLog{db: db} }
 
-// Put stores an event.
+// Put stores an event, durably.
 func (l *EventLog) Put(ctx context.Context, ev *Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -52,7 +63,7 @@ func (l *EventLog) Put(ctx context.Context, ev *Event) error {
 	if err != nil {
 		return fmt.Errorf("mem0 events: encode %s: %w", ev.ID, err)
 	}
-	if err := l.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte(eventPrefix+ev.ID), b) }); err != nil {
+	if err := l.db.PutKey(ctx, []byte(eventPrefix+ev.ID), b); err != nil {
 		return fmt.Errorf("mem0 events: put %s: %w", ev.ID, err)
 	}
 	return nil
@@ -64,7 +75,7 @@ func (l *EventLog) Get(ctx context.Context, id string) (*Event, error) {
 		return nil, err
 	}
 	var ev Event
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := l.db.DB().View(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(eventPrefix + id))
 		if errors.Is(err, badger.ErrKeyNotFound) {
 			return memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it.")
@@ -90,7 +101,7 @@ func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, 
 	}
 	out := []*Event{}
 	total := 0
-	err := l.db.View(func(txn *badger.Txn) error {
+	err := l.db.DB().View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Reverse, opts.Prefix, opts.PrefetchValues = true, []byte(eventPrefix), false
 		it := txn.NewIterator(opts)

@@ -108,14 +108,14 @@ func newPolicyEnv(t *testing.T, cls memory.Classifier, with ...func(*Options)) *
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir})
+	st, err := store.Open(store.Options{Dir: e.dir, GroupCommit: true}) // as the binary runs
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.st = st
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now})
 	o := e.opts
-	o.Gov, o.Events, o.Now = e.gov, NewEventLog(st.DB()), e.clock.Now
+	o.Gov, o.Events, o.Now = e.gov, NewEventLog(st), e.clock.Now
 	e.h = New(o)
 	mux := http.NewServeMux()
 	e.h.Register(mux)

@@ -26,7 +26,7 @@ func BenchmarkSearch10k(b *testing.B) {
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 	})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: apply})
-	h := New(Options{Gov: gov, Events: NewEventLog(st.DB())})
+	h := New(Options{Gov: gov, Events: NewEventLog(st)})
 	words := []string{"amber", "basil", "cedar", "daisy", "ember", "fern", "ginger", "hazel", "iris", "jade",
 		"juniper", "kiwi", "lemon", "lilac", "maple", "mint", "olive", "pearl", "plum", "sage"}
 	const n = 10_000
