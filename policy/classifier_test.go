@@ -99,7 +99,7 @@ func withRule(t *testing.T, rule, key, value string) FileSet {
 	if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
 		t.Fatal(err)
 	}
-	rules := data["memgate"].(map[string]any)["config"].(map[string]any)["rules"].(map[string]any)
+	rules := data[ConfigRoot].(map[string]any)["rules"].(map[string]any)
 	rules[rule].(map[string]any)[key] = value
 	b, err := json.Marshal(data)
 	if err != nil {

@@ -8,6 +8,12 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
+// ConfigRoot is where a policy's data lives: data.memgate_config, beside
+// and not under the rules' package (data.memgate). OPA looks up base data
+// under a package of rules several times slower, as it has to rule out a
+// virtual document at every step.
+const ConfigRoot = "memgate_config"
+
 // The candidate fields that carry what the sidecar found in the text:
 // text_features {name: true} for each feature, text_first {list: name} for
 // each ranked list with a feature found, text_captures {name: capture}.
@@ -18,7 +24,7 @@ const (
 )
 
 // textFeatures is the sidecar's half of a small contract with policy: the
-// policy's data may declare, under memgate.features,
+// policy's data may declare, under memgate_config.features,
 //
 //	keywords: {name: [keyword, ...]}  substrings of the normalized text
 //	patterns: {name: [regex, ...]}    RE2 over the raw summary, evidence
@@ -76,16 +82,16 @@ func (f *textFeatures) id(name string) int {
 	return len(f.names) - 1
 }
 
-// parseFeatures reads data.memgate.features; a policy without it gets none.
+// parseFeatures reads data.memgate_config.features; a policy without it gets none.
 func parseFeatures(data map[string]any) (*textFeatures, error) {
-	mg, _ := data["memgate"].(map[string]any)
+	mg, _ := data[ConfigRoot].(map[string]any)
 	raw, ok := mg["features"]
 	if !ok {
 		return nil, nil
 	}
 	spec, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("data memgate.features: want an object")
+		return nil, fmt.Errorf("data memgate_config.features: want an object")
 	}
 	f := &textFeatures{}
 	kws, err := stringLists(spec, "keywords")
@@ -106,7 +112,7 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		for _, p := range pats[name] {
 			re, err := compilePrefiltered(p)
 			if err != nil {
-				return nil, fmt.Errorf("data memgate.features.patterns.%s: %w", name, err)
+				return nil, fmt.Errorf("data memgate_config.features.patterns.%s: %w", name, err)
 			}
 			pf.res = append(pf.res, re)
 		}
@@ -138,24 +144,24 @@ func parseCaptures(spec map[string]any) ([]captureSpec, error) {
 	}
 	obj, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("data memgate.features.captures: want an object")
+		return nil, fmt.Errorf("data memgate_config.features.captures: want an object")
 	}
 	var out []captureSpec
 	for _, name := range sortedKeys(obj) {
 		c, ok := obj[name].(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("data memgate.features.captures.%s: want {patterns, exclude}", name)
+			return nil, fmt.Errorf("data memgate_config.features.captures.%s: want {patterns, exclude}", name)
 		}
 		patterns, ok1 := stringList(c["patterns"])
 		exclude, ok2 := stringList(c["exclude"])
 		if !ok1 || !ok2 {
-			return nil, fmt.Errorf("data memgate.features.captures.%s: patterns and exclude are lists of strings", name)
+			return nil, fmt.Errorf("data memgate_config.features.captures.%s: patterns and exclude are lists of strings", name)
 		}
 		cs := captureSpec{name: ast.StringTerm(name), exclude: map[string]bool{}}
 		for _, p := range patterns {
 			re, err := compilePrefiltered(p)
 			if err != nil {
-				return nil, fmt.Errorf("data memgate.features.captures.%s: %w", name, err)
+				return nil, fmt.Errorf("data memgate_config.features.captures.%s: %w", name, err)
 			}
 			cs.patterns = append(cs.patterns, re)
 		}
@@ -175,12 +181,12 @@ func stringLists(spec map[string]any, key string) (map[string][]string, error) {
 	}
 	obj, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("data memgate.features.%s: want an object of string lists", key)
+		return nil, fmt.Errorf("data memgate_config.features.%s: want an object of string lists", key)
 	}
 	for name, v := range obj {
 		list, ok := stringList(v)
 		if !ok {
-			return nil, fmt.Errorf("data memgate.features.%s.%s: want a list of strings", key, name)
+			return nil, fmt.Errorf("data memgate_config.features.%s.%s: want a list of strings", key, name)
 		}
 		out[name] = list
 	}

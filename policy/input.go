@@ -45,8 +45,9 @@ func inputValue(in *memory.PolicyInput, features *textFeatures, shape *inputShap
 		pending := ast.NullTerm()
 		if in.Pending != nil {
 			terms := make([]*ast.Term, len(in.Pending))
+			elem := shape.field("pending").element()
 			for i, p := range in.Pending {
-				v, err := recordValue(p, nil, shape.field("pending"))
+				v, err := recordValue(p, nil, elem)
 				if err != nil {
 					return nil, fmt.Errorf("pending[%d]: %w", i, err)
 				}

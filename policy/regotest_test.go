@@ -43,11 +43,9 @@ func TestDefaultPolicyRegoTests(t *testing.T) {
 func TestEveryDefaultRuleIsTested(t *testing.T) {
 	files := DefaultFiles()
 	var cfg struct {
-		Memgate struct {
-			Config struct {
-				Rules map[string]json.RawMessage `json:"rules"`
-			} `json:"config"`
-		} `json:"memgate"`
+		Config struct {
+			Rules map[string]json.RawMessage `json:"rules"`
+		} `json:"memgate_config"`
 	}
 	if err := json.Unmarshal([]byte(files["data.json"]), &cfg); err != nil {
 		t.Fatal(err)
@@ -58,10 +56,10 @@ func TestEveryDefaultRuleIsTested(t *testing.T) {
 			tests.WriteString(content)
 		}
 	}
-	if len(cfg.Memgate.Config.Rules) < 10 {
-		t.Fatalf("only %d rules configured", len(cfg.Memgate.Config.Rules))
+	if len(cfg.Config.Rules) < 10 {
+		t.Fatalf("only %d rules configured", len(cfg.Config.Rules))
 	}
-	for id := range cfg.Memgate.Config.Rules {
+	for id := range cfg.Config.Rules {
 		if !strings.Contains(tests.String(), `"`+id+`"`) {
 			t.Errorf("rule %s is not named by any Rego test", id)
 		}

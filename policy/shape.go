@@ -3,9 +3,9 @@ package policy
 import "github.com/open-policy-agent/opa/v1/ast"
 
 // inputShape is the part of the input document a policy can observe: the
-// paths of its references to input, cut at the first part that is not a
-// constant key (input.pending[i] reads every pending record, input.candidate
-// passed whole to a function reads all of it). Building only those parts
+// paths of its references to input. A part that is not a constant string
+// (input.pending[i].value) stands for every element, and a path that ends
+// (input.candidate passed whole to a function) reads all below it. Building only those parts
 // saves most of the input's cost: OPA objects are hash maps, and the
 // records carry many bookkeeping fields the default policy never reads.
 // A field outside the shape cannot be observed, so leaving it out changes
@@ -13,6 +13,9 @@ import "github.com/open-policy-agent/opa/v1/ast"
 type inputShape struct {
 	all    bool
 	fields map[string]*inputShape
+	// elem is the shape of every element, from references with a variable
+	// or number there; for an object it means any key may be read.
+	elem *inputShape
 }
 
 // fullShape is every field: for hosts and tests that want the whole input.
@@ -21,27 +24,60 @@ var fullShape = &inputShape{all: true}
 // shapeOf collects the input references of compiled modules. The compiler
 // has resolved imports and rewritten `some x in input.y` into references,
 // so every read of input is a reference with the input root at its head.
+// A comparison with null (input.current == null) only tells whether the
+// part is there: it adds the part without reading all of it.
 func shapeOf(modules map[string]*ast.Module) *inputShape {
 	root := &inputShape{}
 	for _, m := range modules {
-		ast.WalkRefs(m, func(ref ast.Ref) bool {
-			if ref.HasPrefix(ast.InputRootRef) {
-				root.add(ref[1:])
+		ast.NewGenericVisitor(func(x any) bool {
+			switch x := x.(type) {
+			case *ast.Expr:
+				if ref, ok := nullComparison(x); ok {
+					root.touch(ref[1:])
+					return true
+				}
+			case ast.Ref:
+				if x.HasPrefix(ast.InputRootRef) {
+					root.add(x[1:])
+				}
 			}
 			return false
-		})
+		}).Walk(m)
 	}
 	return root
 }
 
-func (s *inputShape) add(path ast.Ref) {
+// nullComparison matches `input... == null` and `input... != null`.
+func nullComparison(e *ast.Expr) (ast.Ref, bool) {
+	if !e.IsCall() || len(e.Operands()) != 2 {
+		return nil, false
+	}
+	switch e.Operator().String() {
+	case ast.Equal.Name, ast.NotEqual.Name, ast.Equality.Name:
+	default:
+		return nil, false
+	}
+	a, b := e.Operand(0), e.Operand(1)
+	if _, null := a.Value.(ast.Null); null {
+		a, b = b, a
+	}
+	ref, isRef := a.Value.(ast.Ref)
+	_, null := b.Value.(ast.Null)
+	if !isRef || !null || !ref.HasPrefix(ast.InputRootRef) || !ref.IsGround() {
+		return nil, false
+	}
+	return ref, true
+}
+
+// touch adds the part at path, if absent, without reading any of it.
+func (s *inputShape) touch(path ast.Ref) {
 	for _, t := range path {
 		if s.all {
 			return
 		}
 		key, ok := t.Value.(ast.String)
 		if !ok {
-			break // a variable or a computed key: the whole subtree
+			return
 		}
 		if s.fields == nil {
 			s.fields = map[string]*inputShape{}
@@ -53,22 +89,61 @@ func (s *inputShape) add(path ast.Ref) {
 		}
 		s = next
 	}
-	s.all, s.fields = true, nil
 }
 
-// has reports whether the field k is (or holds) a part the policy reads.
+func (s *inputShape) add(path ast.Ref) {
+	for _, t := range path {
+		if s.all {
+			return
+		}
+		key, ok := t.Value.(ast.String)
+		if !ok {
+			if s.elem == nil {
+				s.elem = &inputShape{}
+			}
+			s = s.elem
+			continue
+		}
+		if s.fields == nil {
+			s.fields = map[string]*inputShape{}
+		}
+		next := s.fields[string(key)]
+		if next == nil {
+			next = &inputShape{}
+			s.fields[string(key)] = next
+		}
+		s = next
+	}
+	s.all, s.fields, s.elem = true, nil, nil
+}
+
+// has reports whether the field k of an object is (or holds) a part the
+// policy reads.
 func (s *inputShape) has(k string) bool {
-	return s != nil && (s.all || s.fields[k] != nil)
+	return s != nil && (s.all || s.elem != nil || s.fields[k] != nil)
 }
 
-// field is the shape of field k; nil when the policy never reads it.
+// field is the shape of field k of an object; nil when the policy never
+// reads it. An object read with a variable key is read whole.
 func (s *inputShape) field(k string) *inputShape {
+	switch {
+	case s == nil:
+		return nil
+	case s.all, s.elem != nil:
+		return fullShape
+	default:
+		return s.fields[k]
+	}
+}
+
+// element is the shape of every element of an array.
+func (s *inputShape) element() *inputShape {
 	switch {
 	case s == nil:
 		return nil
 	case s.all:
 		return s
 	default:
-		return s.fields[k]
+		return s.elem
 	}
 }

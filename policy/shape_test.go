@@ -11,14 +11,21 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 )
 
-// paths lists a shape as sorted dotted paths, "*" where it is whole.
+// paths lists a shape as sorted dotted paths, "*" where it is whole and
+// "[]" for every element.
 func (s *inputShape) paths(prefix string) []string {
 	if s.all {
 		return []string{prefix + "*"}
 	}
+	if len(s.fields) == 0 && s.elem == nil && prefix != "" {
+		return []string{prefix + "present"}
+	}
 	var out []string
 	for k, c := range s.fields {
 		out = append(out, c.paths(prefix+k+".")...)
+	}
+	if s.elem != nil {
+		out = append(out, s.elem.paths(prefix+"[].")...)
 	}
 	slices.Sort(out)
 	return out
@@ -31,10 +38,18 @@ func TestShapeOf(t *testing.T) {
 	}{
 		{"fields", `package p
 d if { input.op == "write"; input.candidate.layer == "state" }`, []string{"candidate.layer.*", "op.*"}},
-		{"iteration reads the whole list", `package p
-d if { some r in input.pending; r.value }`, []string{"pending.*"}},
+		{"iteration reads every element whole", `package p
+d if { some r in input.pending; r.value }`, []string{"pending.[].*"}},
+		{"elements read field by field", `package p
+d if { some i; input.pending[i].value == input.pending[i].id }`, []string{"pending.[].id.*", "pending.[].value.*"}},
 		{"a variable key", `package p
-d if { input.candidate[k] == 1 }`, []string{"candidate.*"}},
+d if { input.candidate[k] == 1 }`, []string{"candidate.[].*"}},
+		// The compiler binds the part to a variable for !=, so that reads it
+		// whole; == null stays a comparison.
+		{"comparing with null reads no field", `package p
+d if { input.current == null; input.pending[0] != null; input.candidate.value == null }`, []string{"candidate.value.present", "current.present", "pending.[].*"}},
+		{"a list passed whole", `package p
+d if count(input.pending) > 0`, []string{"pending.*"}},
 		{"a record passed whole", `package p
 f(r) if r.value
 d if f(input.current)`, []string{"current.*"}},
@@ -74,6 +89,12 @@ func TestDefaultPolicyReadsLittleOfTheInput(t *testing.T) {
 	for _, unread := range []string{"id", "slotId", "status", "createdAt", "actor", "metadata", "decision", "review"} {
 		if cand.has(unread) {
 			t.Errorf("candidate.%s is in the shape %v", unread, cand.paths("candidate."))
+		}
+	}
+	// The slot's other versions are compared on their value and text only.
+	for _, part := range []*inputShape{p.shape.field("current"), p.shape.field("pending").element()} {
+		if part == nil || part.all || part.has("decision") || part.has("summary") || !part.has("text_norm") {
+			t.Errorf("a version of the slot is read beyond its value and text: %v", p.shape.paths(""))
 		}
 	}
 }

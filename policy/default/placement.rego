@@ -5,6 +5,8 @@
 # placed write.
 package memgate
 
+import data.memgate_config as config
+
 placement := {
 	"layer": layer,
 	"factType": fact_type,
@@ -12,16 +14,16 @@ placement := {
 	"value": value,
 }
 
-# text_topic is the first topic of data.memgate.features.first.topic (they
-# are listed by priority) whose keywords the text contains.
-text_topic := input.candidate.text_first.topic
+# The text's topic, input.candidate.text_first.topic, is the first topic of
+# config.features.first.topic (they are listed by priority) whose keywords
+# the text contains.
 
 # layer: the writer's, else the text's topic's, else knowledge.
 layer := l if {
 	l := input.candidate.layer
 	l != ""
 } else := l if {
-	l := data.memgate.config.topics[text_topic].layer
+	l := config.topics[input.candidate.text_first.topic].layer
 } else := "knowledge"
 
 # fact_type: the writer's; else, for free text, its text's topic when that
@@ -29,20 +31,21 @@ layer := l if {
 fact_type := t if {
 	t := input.candidate.factType
 	t != ""
-} else := text_topic if {
-	spec := data.memgate.config.topics[text_topic]
+} else := t if {
+	t := input.candidate.text_first.topic
+	spec := config.topics[t]
 	spec.slot
 	spec.layer == layer
 } else := ""
 
 # subject_id names the project the text mentions: "project alpha", "项目alpha"
 # and then "alpha project" all give "project-alpha" (the subject capture of
-# data.memgate.features.captures). The sidecar uses it only when the writer
+# config.features.captures). The sidecar uses it only when the writer
 # named no subject of its own, so it is derived only then (no subject, or
 # the subject the writer's scope defaults to).
 default subject_id := ""
 
-subject_id := concat("", [data.memgate.config.subject_prefix, name]) if {
+subject_id := concat("", [config.subject_prefix, name]) if {
 	name := input.candidate.text_captures.subject # most texts name none: stop here
 	subject_from_scope
 }
@@ -57,9 +60,9 @@ subject_from_scope if input.candidate.subjectId == input.candidate.scope[_]
 default value := null
 
 value := {kind: v} if {
-	kind := data.memgate.config.topics[fact_type].value # most topics have none: stop here
+	kind := config.topics[fact_type].value # most topics have none: stop here
 	not candidate_has_value
-	v := stated_value(data.memgate.config.topics[fact_type])
+	v := stated_value(config.topics[fact_type])
 }
 
 # stated_value: a negation wins over an affirmation; else the topic's default.

@@ -1,6 +1,8 @@
 # Slot derivation from free text, in English and Chinese.
 package memgate_test
 
+import data.memgate_config as config
+
 import data.memgate
 
 test_publish_constraint_english_lands_in_publish_slot if {
@@ -123,19 +125,19 @@ test_affects_of_topic_and_layer if {
 # Every topic is ranked exactly once, so the text's topic is never a tie,
 # and the policy topics are ranked in the same order.
 test_topics_are_ranked_once if {
-	ranked := data.memgate.features.first.topic
-	count(ranked) == count(data.memgate.config.topics)
-	{t | some t in ranked} == object.keys(data.memgate.config.topics)
-	data.memgate.features.first.policy_topic == [t | some t in ranked; data.memgate.config.topics[t].layer == "policy"]
+	ranked := config.features.first.topic
+	count(ranked) == count(config.topics)
+	{t | some t in ranked} == object.keys(config.topics)
+	config.features.first.policy_topic == [t | some t in ranked; config.topics[t].layer == "policy"]
 }
 
 # Every topic has keywords, and every keyword list names a topic or a known feature.
 test_keyword_lists_match_topics if {
-	every name, _ in data.memgate.config.topics {
-		count(data.memgate.features.keywords[name]) > 0
+	every name, _ in config.topics {
+		count(config.features.keywords[name]) > 0
 	}
-	known := object.keys(data.memgate.config.topics) | {"negation", "affirmation"}
-	every name, _ in data.memgate.features.keywords {
+	known := object.keys(config.topics) | {"negation", "affirmation"}
+	every name, _ in config.features.keywords {
 		name in known
 	}
 }

@@ -1,8 +1,8 @@
-# Text features: which keyword lists (data.memgate.features.keywords) occur
-# in the normalized text, which patterns (data.memgate.features.patterns)
+# Text features: which keyword lists (config.features.keywords) occur
+# in the normalized text, which patterns (config.features.patterns)
 # match the raw text, the first feature of each ranked list
-# (data.memgate.features.first) and the first capture of each capture spec
-# (data.memgate.features.captures).
+# (config.features.first) and the first capture of each capture spec
+# (config.features.captures).
 #
 # The host computes them and passes them on the candidate as text_features
 # ({name: true}), text_first ({list: name}) and text_captures ({name:
@@ -13,21 +13,23 @@
 # the same values.
 package memgate
 
+import data.memgate_config as config
+
 computed_features[name] := true if {
-	some name, keywords in data.memgate.features.keywords
+	some name, keywords in config.features.keywords
 	some kw in keywords
 	contains(text, kw)
 }
 
 computed_features[name] := true if {
-	some name, patterns in data.memgate.features.patterns
+	some name, patterns in config.features.patterns
 	some pattern in patterns
 	some raw in raw_texts
 	regex.match(pattern, raw)
 }
 
 computed_first[list] := [n | some n in names; computed_features[n]][0] if {
-	some list, names in data.memgate.features.first
+	some list, names in config.features.first
 }
 
 computed_captures[name] := [n |
@@ -38,7 +40,7 @@ computed_captures[name] := [n |
 	n != ""
 	not n in spec.exclude
 ][0] if {
-	some name, spec in data.memgate.features.captures
+	some name, spec in config.features.captures
 }
 
 # The candidate's fields are read one by one, never input.candidate as a

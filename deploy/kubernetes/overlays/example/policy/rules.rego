@@ -1,6 +1,7 @@
 # The rules of the two-tier model. Each adds its id to `fired`; its action,
-# risk, categories and message are in data.memgate.config.rules, so an
-# operator can retune a rule with data alone.
+# risk, categories and reason are in data.memgate_config.rules (the
+# decision it gives when it fires alone), so an operator can retune a rule
+# with data alone.
 #
 # Every expression evaluated costs about a microsecond, so the rules are
 # written for the evaluator: conditions on the layer, the operation, the
@@ -10,19 +11,35 @@
 # see placement.rego).
 package memgate
 
+import data.memgate_config as config
+
 # --- reject: what must never be remembered
 
 fired contains "secret_detected" if input.candidate.text_features.secret == true
 
-# --- review: strategy constraints and permission boundaries
+# --- review: strategy constraints and permission boundaries. A
+# policy-layer write fires its topic's rule (strategy_constraint or
+# permission_boundary) unless it repeats the active version: when the slot
+# is empty, for a deletion, or when it differs.
 
 fired contains strategy_rule if {
 	input.candidate.layer == "policy"
-	change != "same"
+	input.current == null
+}
+
+fired contains strategy_rule if {
+	input.candidate.layer == "policy"
+	input.op == "delete"
+}
+
+fired contains strategy_rule if {
+	input.candidate.layer == "policy"
+	input.current.id
+	overrides
 }
 
 strategy_rule := r if {
-	r := data.memgate.config.topics[input.candidate.factType].rule
+	r := config.topics[input.candidate.factType].rule
 } else := "strategy_constraint"
 
 # The text states a strategy constraint the writer filed as knowledge or a
@@ -41,17 +58,20 @@ fired contains "strategy_in_text" if {
 
 fired contains "state_override" if {
 	input.candidate.layer == "state"
-	change == "different"
+	input.current.id
+	overrides
 }
 
 fired contains "state_override" if {
 	input.candidate.layer == "policy"
-	change == "different"
+	input.current.id
+	overrides
 }
 
 fired contains "knowledge_override" if {
 	input.candidate.layer == "knowledge"
-	change == "different"
+	input.current.id
+	overrides
 }
 
 fired contains "delete_key_fact" if {
@@ -65,23 +85,25 @@ fired contains "delete_key_fact" if {
 }
 
 fired contains "pending_conflict" if {
-	some p in input.pending # usually none: stop here
+	some i
+	input.pending[i].id # usually none: stop here
 	input.op == "write"
-	differs(p)
+	pending_differs(i)
 }
 
-# --- model inferences
+# --- model inferences: one about state or policy waits for a human unless
+# it repeats the active version.
 
 fired contains "inference_key_fact" if {
 	input.candidate.candidateSource == "model-inference"
 	input.candidate.layer == "state"
-	change != "same"
+	not same_as_current
 }
 
 fired contains "inference_key_fact" if {
 	input.candidate.candidateSource == "model-inference"
 	input.candidate.layer == "policy"
-	change != "same"
+	not same_as_current
 }
 
 fired contains "inference_unverified" if {
@@ -95,8 +117,8 @@ fired contains "inference_unverified" if {
 # and state have none, the rules above decide them.
 
 fired contains "same_as_current" if {
-	input.current != null # most writes fill an empty slot: stop here
-	change == "same"
+	input.current.id # an active version; most writes fill an empty slot: stop here
+	same_as_current
 }
 
 fired contains "checkpoint" if {
@@ -113,7 +135,15 @@ fired contains "knowledge_verified" if {
 	input.candidate.layer == "knowledge"
 	input.op == "write"
 	input.current == null
-	not unverified_inference
+	input.candidate.candidateSource != "model-inference"
+}
+
+fired contains "knowledge_verified" if {
+	input.candidate.layer == "knowledge"
+	input.op == "write"
+	input.current == null
+	input.candidate.candidateSource == "model-inference"
+	has_evidence
 }
 
 fired contains "new_fact" if {
@@ -137,35 +167,49 @@ fired contains "delete" if {
 	input.candidate.layer == "checkpoint"
 }
 
-# --- conditions
+# --- conditions. Each test of the active version starts with whether there
+# is one: most writes fill an empty slot, and then nothing else is evaluated.
 
-# change compares a write with the slot's active version: "new" (the slot
-# has none), "same" (it repeats it) or "different" (it would override it);
-# a deletion is "delete".
-change := "new" if {
-	input.current == null
+# same_as_current: the write repeats the slot's active version.
+same_as_current if {
+	input.current.id
 	input.op == "write"
-} else := "delete" if {
-	input.op == "delete"
-} else := "same" if {
-	not differs(input.current)
-} else := "different"
+	not current_differs
+}
 
-unverified_inference if {
-	input.candidate.candidateSource == "model-inference"
-	not has_evidence
+# overrides: the write would replace the slot's active version with
+# different content.
+overrides if {
+	input.current.id
+	input.op == "write"
+	current_differs
 }
 
 has_evidence if input.candidate.evidence.excerpt != ""
 
 has_evidence if input.candidate.evidence.sourceRef != ""
 
-# differs(rec) compares the candidate with another version of its slot: on
-# structured values when both have one, else on the normalized text.
-differs(rec) := input.candidate.value != rec.value if {
+# current_differs and pending_differs(i) compare the write with another
+# version of its slot: on structured values when both have one, else on the
+# normalized text. They read the versions field by field, so the sidecar
+# builds only those fields of them.
+current_differs := input.candidate.value != input.current.value if {
 	candidate_has_value
-	has_value(rec)
-} else := text != object.get(rec, "text_norm", "")
+	input.current.value != null
+} else := text != current_text
+
+default current_text := ""
+
+current_text := input.current.text_norm
+
+pending_differs(i) := input.candidate.value != input.pending[i].value if {
+	candidate_has_value
+	input.pending[i].value != null
+} else := text != pending_text(i)
+
+pending_text(i) := t if {
+	t := input.pending[i].text_norm
+} else := ""
 
 # --- drop: chit-chat and questions are not memories. Only for writes a
 # dialect inferred from a conversation (Mem0 adds with infer, or extracted
@@ -179,24 +223,24 @@ fired contains "not_a_memory" if {
 }
 
 from_conversation(ref) if {
-	some prefix in data.memgate.config.conversation_sources
+	some prefix in config.conversation_sources
 	startswith(ref, prefix)
 }
 
-chitchat_or_question if data.memgate.config.chitchat[trim_space(text)]
+chitchat_or_question if config.chitchat[trim_space(text)]
 
 chitchat_or_question if {
-	some suffix in data.memgate.config.question_ends
+	some suffix in config.question_ends
 	endswith(trim_space(summary), suffix)
 }
 
 chitchat_or_question if {
-	some prefix in data.memgate.config.question_starts
+	some prefix in config.question_starts
 	startswith(trim_left(text, " "), prefix)
 }
 
 # Chinese questions carry their question word anywhere in the sentence.
 chitchat_or_question if {
-	some word in data.memgate.config.question_contains
+	some word in config.question_contains
 	contains(text, word)
 }

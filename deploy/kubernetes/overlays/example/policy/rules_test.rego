@@ -1,6 +1,8 @@
 # One or more tests for every rule of the default policy.
 package memgate_test
 
+import data.memgate_config as config
+
 import data.memgate
 
 # --- secret_detected
@@ -250,8 +252,25 @@ test_every_rule_is_configured if {
 		"inference_unverified", "pending_conflict", "checkpoint", "preference",
 		"knowledge_verified", "new_fact", "same_as_current", "delete",
 	} {
-		data.memgate.config.rules[r].action in {"apply", "review", "reject"}
-		data.memgate.config.rules[r].risk in {"low", "medium", "high"}
+		config.rules[r].action in {"apply", "review", "reject"}
+		config.rules[r].risk in {"low", "medium", "high"}
+	}
+}
+
+# Each rule's entry is the decision it gives alone (less affects): exactly
+# an action, a risk, categories and one reason naming the rule.
+test_every_rule_entry_is_a_decision if {
+	every id, r in config.rules {
+		object.keys(r) == {"action", "risk", "categories", "reasons"}
+		r.action in {"apply", "review", "reject"}
+		r.risk in {"low", "medium", "high"}
+		every c in r.categories {
+			c in {"strategy", "state_override", "inference"}
+		}
+		count(r.reasons) == 1
+		r.reasons[0].rule == id
+		object.keys(r.reasons[0]) == {"rule", "message"}
+		r.reasons[0].message != ""
 	}
 }
 
