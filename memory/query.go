@@ -100,6 +100,63 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	return out, err
 }
 
+// ActiveView reads the active layer inside one snapshot (ViewActive): a
+// caller that ranks many records (the Mem0 search) tests and scores what
+// the index of active records holds and loads only the records it returns.
+type ActiveView struct{ tx ReadTx }
+
+// ViewActive runs fn with a view of the active layer in one snapshot. The
+// view is valid only during fn.
+func (g *Governor) ViewActive(ctx context.Context, fn func(ActiveView) error) error {
+	return g.store.View(ctx, func(tx ReadTx) error { return fn(ActiveView{tx: tx}) })
+}
+
+// Scan calls fn with the entry of every active record passing f (its
+// Limit aside), in the store's key order, until fn returns false or an
+// error. Where the store's index holds no fields for a record, the record
+// is loaded and the entry built from it.
+func (v ActiveView) Scan(f ListFilter, fn func(ActiveEntry) (bool, error)) error {
+	if f.Layer != "" && !f.Layer.Valid() {
+		return Errorf(EINVALID, "unknown layer %q", f.Layer)
+	}
+	words := strings.Fields(strings.ToLower(f.Query))
+	if ix, ok := v.tx.(ActiveIndex); ok {
+		return ix.ScanActiveEntries(f.SubjectID, func(e ActiveEntry, indexed bool) (bool, error) {
+			if !indexed {
+				r, err := v.tx.Record(e.ID)
+				if err != nil {
+					return false, err
+				}
+				e = activeEntry(r)
+			}
+			if !f.Match(&Record{SubjectID: e.SubjectID, Layer: e.Layer, Scope: e.Scope, Summary: e.Summary}, words) {
+				return true, nil
+			}
+			return fn(e)
+		})
+	}
+	var err error
+	serr := v.tx.ScanActive(f.SubjectID, func(r *Record) bool {
+		if !f.Match(r, words) {
+			return true
+		}
+		var more bool
+		more, err = fn(activeEntry(r))
+		return more && err == nil
+	})
+	if err != nil {
+		return err
+	}
+	return serr
+}
+
+// Record loads a record by id (one the scan passed is active).
+func (v ActiveView) Record(id string) (*Record, error) { return v.tx.Record(id) }
+
+func activeEntry(r *Record) ActiveEntry {
+	return ActiveEntry{ID: r.ID, SubjectID: r.SubjectID, Layer: r.Layer, Scope: r.Scope, Summary: r.Summary}
+}
+
 // History returns every version of a slot, oldest first, pending and
 // rejected ones included. Errors: ENOTFOUND.
 func (g *Governor) History(ctx context.Context, slotID string) ([]*Record, error) {

@@ -111,6 +111,29 @@ func TestListFiltersOnTheIndex(t *testing.T) {
 			if !slices.Equal(ids, want) {
 				t.Fatalf("List = %v\nwant   %v", ids, want)
 			}
+			// ViewActive's Scan passes the same records, with their fields.
+			byID := map[string]*memory.Record{}
+			for _, r := range all {
+				byID[r.ID] = r
+			}
+			var scanned []string
+			err = gov.ViewActive(ctx, func(v memory.ActiveView) error {
+				return v.Scan(f, func(e memory.ActiveEntry) (bool, error) {
+					r := byID[e.ID]
+					if r == nil || e.SubjectID != r.SubjectID || e.Layer != r.Layer || e.Scope != r.Scope || e.Summary != r.Summary {
+						t.Errorf("scanned entry %+v of record %+v", e, r)
+					}
+					scanned = append(scanned, e.ID)
+					return true, nil
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slices.Sort(scanned)
+			if !slices.Equal(scanned, want) {
+				t.Fatalf("Scan = %v\nwant   %v", scanned, want)
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package mem0
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -19,48 +20,142 @@ const (
 // a document of average length containing every query term once would get
 // (the idf mass of the query), capped at 1. A doc sharing no term scores 0.
 func bm25(query []string, docs [][]string) (raw, relevance []float64) {
-	raw = make([]float64, len(docs))
-	relevance = make([]float64, len(docs))
-	terms := uniq(query)
-	if len(terms) == 0 || len(docs) == 0 {
+	c := newBM25Corpus(uniq(query))
+	for _, d := range docs {
+		c.addTokens(d)
+	}
+	return c.scores()
+}
+
+// bm25Corpus gathers what BM25 needs of each document without keeping its
+// tokens: its length and how often each query term occurs in it.
+type bm25Corpus struct {
+	terms []string
+	index map[string]int // term -> position, for long queries
+	lens  []int
+	tf    []int32 // len(terms) counts per document
+	total int
+	word  []byte // scratch of addText
+}
+
+func newBM25Corpus(terms []string) *bm25Corpus {
+	c := &bm25Corpus{terms: terms}
+	if len(terms) > 8 {
+		c.index = make(map[string]int, len(terms))
+		for i, t := range terms {
+			c.index[t] = i
+		}
+	}
+	return c
+}
+
+func (c *bm25Corpus) docs() int { return len(c.lens) }
+
+// addTokens adds a tokenized document.
+func (c *bm25Corpus) addTokens(tokens []string) {
+	c.newDoc()
+	for _, t := range tokens {
+		c.count(t)
+	}
+}
+
+// addText adds a document by its text: tokenize's terms, counted without
+// building them where the text is ASCII.
+func (c *bm25Corpus) addText(text string) {
+	for i := 0; i < len(text); i++ {
+		if text[i] >= 0x80 {
+			c.addTokens(tokenize(text))
+			return
+		}
+	}
+	c.newDoc()
+	word := c.word[:0]
+	for i := 0; i <= len(text); i++ {
+		var b byte
+		if i < len(text) {
+			b = text[i]
+		}
+		switch {
+		case 'a' <= b && b <= 'z', '0' <= b && b <= '9':
+			word = append(word, b)
+		case 'A' <= b && b <= 'Z':
+			word = append(word, b+('a'-'A'))
+		default: // any other ASCII character ends a word, as in tokenize
+			if len(word) > 0 && !isStopword(word) {
+				if w := stemBytes(word); !(len(w) == 1 && (w[0] == 's' || w[0] == 't')) { // dropPossessive
+					c.count(string(w)) // no allocation: the conversion only compares
+				}
+			}
+			word = word[:0]
+		}
+	}
+	c.word = word
+}
+
+func (c *bm25Corpus) newDoc() {
+	c.lens = append(c.lens, 0)
+	c.tf = append(c.tf, make([]int32, len(c.terms))...)
+}
+
+// count counts one token of the newest document.
+func (c *bm25Corpus) count(t string) {
+	d := len(c.lens) - 1
+	c.lens[d]++
+	c.total++
+	tf := c.tf[d*len(c.terms):]
+	if c.index != nil {
+		if i, ok := c.index[t]; ok {
+			tf[i]++
+		}
+		return
+	}
+	for i, q := range c.terms {
+		if q == t {
+			tf[i]++
+		}
+	}
+}
+
+// scores returns each document's raw score and relevance (see bm25).
+func (c *bm25Corpus) scores() (raw, relevance []float64) {
+	docs, terms := len(c.lens), c.terms
+	raw = make([]float64, docs)
+	relevance = make([]float64, docs)
+	if len(terms) == 0 || docs == 0 {
 		return raw, relevance
 	}
-	df := make(map[string]int, len(terms))
-	total := 0
-	tfs := make([]map[string]int, len(docs))
-	for i, d := range docs {
-		total += len(d)
-		tf := map[string]int{}
-		for _, t := range d {
-			tf[t]++
-		}
-		tfs[i] = tf
-		for _, t := range terms {
-			if tf[t] > 0 {
-				df[t]++
+	df := make([]int, len(terms))
+	for d := range docs {
+		for i, f := range c.tf[d*len(terms) : (d+1)*len(terms)] {
+			if f > 0 {
+				df[i]++
 			}
 		}
 	}
-	n := float64(len(docs))
-	avgdl := math.Max(float64(total)/n, 1)
-	idf := make(map[string]float64, len(terms))
+	n := float64(docs)
+	avgdl := math.Max(float64(c.total)/n, 1)
+	idf := make([]float64, len(terms))
 	mass := 0.0
-	for _, t := range terms {
+	for i := range terms {
 		// The "+1" form keeps idf positive even for a term in every doc.
-		idf[t] = math.Log(1 + (n-float64(df[t])+0.5)/(float64(df[t])+0.5))
-		mass += idf[t]
+		idf[i] = math.Log(1 + (n-float64(df[i])+0.5)/(float64(df[i])+0.5))
+		mass += idf[i]
 	}
-	for i, d := range docs {
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(len(d))/avgdl)
+	for d := range docs {
+		tf := c.tf[d*len(terms) : (d+1)*len(terms)]
+		if !slices.ContainsFunc(tf, func(f int32) bool { return f > 0 }) {
+			continue // 0, as the sum below would be
+		}
+		norm := bm25K1 * (1 - bm25B + bm25B*float64(c.lens[d])/avgdl)
 		s := 0.0
-		for _, t := range terms {
-			if f := float64(tfs[i][t]); f > 0 {
-				s += idf[t] * f * (bm25K1 + 1) / (f + norm)
+		for i := range terms {
+			if f := float64(tf[i]); f > 0 {
+				s += idf[i] * f * (bm25K1 + 1) / (f + norm)
 			}
 		}
-		raw[i] = s
+		raw[d] = s
 		if mass > 0 {
-			relevance[i] = math.Min(1, s/mass)
+			relevance[d] = math.Min(1, s/mass)
 		}
 	}
 	return raw, relevance
@@ -82,14 +177,43 @@ func uniq(ts []string) []string {
 // (read-only after initialization).
 var stopwords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`a an and are as at be been but by can could did do does doing for from had has have
-		having he her hers him his how i if in into is it its me my myself no not of on or our ours she should so
-		some such than that the their them then there these they this those to too us very was we were what when
-		where which who whom why will with would you your yours about any all also am just know tell remember`) {
+	for _, w := range strings.Fields(stopwordList) {
 		m[w] = true
 	}
 	return m
 }()
+
+// stopTable holds the stopwords by a cheap hash of their ends and length:
+// the scoring of a search tests every word of every memory in scope.
+var stopTable = func() (t [256][]string) {
+	for w := range stopwords {
+		h := stopHash(w)
+		t[h] = append(t[h], w)
+	}
+	return t
+}()
+
+func stopHash[S ~string | ~[]byte](w S) uint8 {
+	return uint8(w[0])*31 + uint8(w[len(w)-1])*7 + uint8(len(w))
+}
+
+// isStopword is stopwords[string(w)] for a lowercase word.
+func isStopword(w []byte) bool {
+	if len(w) == 0 {
+		return false
+	}
+	for _, s := range stopTable[stopHash(w)] {
+		if s == string(w) {
+			return true
+		}
+	}
+	return false
+}
+
+const stopwordList = `a an and are as at be been but by can could did do does doing for from had has have
+		having he her hers him his how i if in into is it its me my myself no not of on or our ours she should so
+		some such than that the their them then there these they this those to too us very was we were what when
+		where which who whom why will with would you your yours about any all also am just know tell remember`
 
 // tokenize splits text into search terms: lowercase words of letters and
 // digits, without stopwords and with a plural "s" dropped; runs of Chinese,
@@ -150,6 +274,18 @@ func dropPossessive(ts []string) []string {
 		}
 	}
 	return out
+}
+
+// stemBytes is stem on a word being built, in place.
+func stemBytes(w []byte) []byte {
+	switch {
+	case len(w) > 4 && string(w[len(w)-3:]) == "ies":
+		w[len(w)-3] = 'y'
+		return w[:len(w)-2]
+	case len(w) > 3 && w[len(w)-1] == 's' && !strings.ContainsRune("sui", rune(w[len(w)-2])): // not -ss, -us, -is
+		return w[:len(w)-1]
+	}
+	return w
 }
 
 // stem folds the commonest English plural forms.

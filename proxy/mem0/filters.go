@@ -108,6 +108,25 @@ func (f *filter) scoped() bool {
 	return f.pins
 }
 
+// indexFields are the fields a leaf tests that the index of active records
+// holds (memory.ActiveEntry: scope, layer, summary).
+var indexFields = map[string]bool{"user_id": true, "agent_id": true, "app_id": true, "run_id": true,
+	"categories": true, "keywords": true}
+
+// indexable reports whether the filter tests only fields the index of
+// active records holds, so it can be tested without loading records.
+func (f *filter) indexable() bool {
+	if f.kind == kindLeaf {
+		return indexFields[f.field]
+	}
+	for _, k := range f.kids {
+		if !k.indexable() {
+			return false
+		}
+	}
+	return true
+}
+
 // scope returns the entity ids every match must have (from equalities in
 // the top-level conjunction), for the governor's list to filter on first.
 func (f *filter) scope() memory.Scope {

@@ -1,9 +1,10 @@
 package mem0
 
 import (
+	"cmp"
 	"context"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/memgate/memgate/memory"
@@ -20,46 +21,95 @@ type searchParams struct {
 // search ranks the active layer lexically: records the filter lets through
 // (reads never see pending, superseded or rejected versions) are scored by
 // BM25 against the query; those at or above the threshold come back, best
-// first, at most topK. With threshold 0 nothing is filtered out.
+// first (newest first among equal scores), at most topK. With threshold 0
+// nothing is filtered out.
+//
+// It scores what the index of active records holds (scope, layer, summary)
+// when the filter tests nothing else, and loads only the records it may
+// return: those that score above the topK-th and those tied with it, which
+// are ordered by their update times.
 func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, error) {
-	recs, err := h.gov.List(ctx, memory.ListFilter{Scope: p.filter.scope()})
+	out := []memoryJSON{}
+	if p.topK <= 0 {
+		return out, nil
+	}
+	terms := uniq(tokenize(p.query))
+	onIndex := p.filter.indexable()
+	err := h.gov.ViewActive(ctx, func(v memory.ActiveView) error {
+		c := newBM25Corpus(terms)
+		var ids []string
+		var recs []*memory.Record                            // loaded records, by document; nil until needed
+		entry := &memory.Record{Status: memory.StatusActive} // what the index holds, tested in place of the record
+		err := v.Scan(memory.ListFilter{Scope: p.filter.scope()}, func(e memory.ActiveEntry) (bool, error) {
+			var r *memory.Record
+			if onIndex {
+				entry.ID, entry.SubjectID, entry.Layer, entry.Scope, entry.Summary = e.ID, e.SubjectID, e.Layer, e.Scope, e.Summary
+				if !p.filter.match(entry) {
+					return true, nil
+				}
+			} else {
+				var err error
+				if r, err = v.Record(e.ID); err != nil {
+					return false, err
+				}
+				if r.Status != memory.StatusActive || !p.filter.match(r) {
+					return true, nil
+				}
+			}
+			c.addText(e.Summary)
+			ids = append(ids, e.ID)
+			recs = append(recs, r)
+			return true, nil
+		})
+		if err != nil {
+			return err
+		}
+		raw, rel := c.scores()
+		// Drop what is under the threshold, keep the topK best and those
+		// tied with the last of them, then load and order these only.
+		var cands []int
+		for i := range ids {
+			if rel[i] >= p.threshold {
+				cands = append(cands, i)
+			}
+		}
+		slices.SortFunc(cands, func(a, b int) int { return cmp.Compare(raw[b], raw[a]) })
+		if len(cands) > p.topK {
+			last := raw[cands[p.topK-1]]
+			n := p.topK
+			for n < len(cands) && raw[cands[n]] == last {
+				n++ // ties with the last place: their update times decide
+			}
+			cands = cands[:n]
+		}
+		for _, i := range cands {
+			if recs[i] == nil {
+				if recs[i], err = v.Record(ids[i]); err != nil {
+					return err
+				}
+			}
+		}
+		slices.SortFunc(cands, func(a, b int) int {
+			switch {
+			case a == b:
+				return 0
+			case raw[a] != raw[b]:
+				return cmp.Compare(raw[b], raw[a])
+			case newer(recs[a], recs[b]):
+				return -1
+			}
+			return 1
+		})
+		for _, i := range cands[:min(len(cands), p.topK)] {
+			m := toMemory(recs[i])
+			score := rel[i]
+			m.Score = &score
+			out = append(out, m)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	kept := recs[:0]
-	for _, r := range recs {
-		if r.Status == memory.StatusActive && p.filter.match(r) {
-			kept = append(kept, r)
-		}
-	}
-	docs := make([][]string, len(kept))
-	for i, r := range kept {
-		docs[i] = tokenize(r.Summary)
-	}
-	raw, rel := bm25(tokenize(p.query), docs)
-	order := make([]int, len(kept))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		i, j := order[a], order[b]
-		if raw[i] != raw[j] {
-			return raw[i] > raw[j]
-		}
-		return newer(kept[i], kept[j])
-	})
-	out := []memoryJSON{}
-	for _, i := range order {
-		if len(out) >= p.topK {
-			break
-		}
-		if rel[i] < p.threshold {
-			continue // with a threshold above 0 this drops every doc sharing no term
-		}
-		m := toMemory(kept[i])
-		score := rel[i]
-		m.Score = &score
-		out = append(out, m)
 	}
 	return out, nil
 }

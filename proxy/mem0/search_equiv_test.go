@@ -1,0 +1,230 @@
+package mem0
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/store"
+)
+
+// searchByList is the search as it was before it scored from the index of
+// active records: list and decode every record in scope, tokenize each,
+// score, sort everything. TestSearchMatchesTheListedSearch holds search to
+// its results.
+func searchByList(ctx context.Context, gov *memory.Governor, p searchParams) ([]memoryJSON, error) {
+	recs, err := gov.List(ctx, memory.ListFilter{Scope: p.filter.scope()})
+	if err != nil {
+		return nil, err
+	}
+	kept := recs[:0]
+	for _, r := range recs {
+		if r.Status == memory.StatusActive && p.filter.match(r) {
+			kept = append(kept, r)
+		}
+	}
+	docs := make([][]string, len(kept))
+	for i, r := range kept {
+		docs[i] = tokenize(r.Summary)
+	}
+	raw, rel := bm25(tokenize(p.query), docs)
+	order := make([]int, len(kept))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		i, j := order[a], order[b]
+		if raw[i] != raw[j] {
+			return raw[i] > raw[j]
+		}
+		return newer(kept[i], kept[j])
+	})
+	out := []memoryJSON{}
+	for _, i := range order {
+		if len(out) >= p.topK {
+			break
+		}
+		if rel[i] < p.threshold {
+			continue
+		}
+		m := toMemory(kept[i])
+		score := rel[i]
+		m.Score = &score
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// TestSearchMatchesTheListedSearch compares search with searchByList on a
+// random corpus made for ties (repeated texts, equal times, approvals that
+// activate later than they were created), words tokenize treats specially
+// (stopwords, plurals, possessives, case, non-ASCII and CJK text), summaries
+// too long for the index, superseded versions, and filters on index fields
+// and on fields only the record holds.
+func TestSearchMatchesTheListedSearch(t *testing.T) {
+	ctx := context.Background()
+	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time {
+		if rng.IntN(3) == 0 {
+			now = now.Add(time.Second) // otherwise equal times: ids decide
+		}
+		return now
+	}
+	park := memory.ClassifierFunc(func(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+		if strings.Contains(in.Candidate.Summary, "wait") {
+			return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
+		}
+		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+	})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: park, Now: clock})
+	h := New(Options{Gov: gov, Events: NewEventLog(st)})
+
+	vocab := []string{"tea", "teas", "Tea", "cities", "city", "glass", "bus", "the", "a", "user's", "don't", "s",
+		"ramen", "RAMEN", "hiking", "alps", "café", "naïve", "项目", "猫", "wait", "v2", "2026", "it’s", "ramen,", "(tea)"}
+	text := func() string {
+		n := 1 + rng.IntN(6)
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = vocab[rng.IntN(len(vocab))]
+		}
+		return strings.Join(ws, " ")
+	}
+	var texts []string
+	var parked []string
+	for i := range 300 {
+		s := text()
+		if len(texts) > 0 && rng.IntN(4) == 0 {
+			s = texts[rng.IntN(len(texts))] // the same text again: equal scores
+		}
+		if i%40 == 7 {
+			s += " " + strings.Repeat("long ", 500) // beyond what the index keeps
+		}
+		texts = append(texts, s)
+		c := memory.Candidate{Layer: []memory.Layer{memory.LayerKnowledge, memory.LayerPreference}[rng.IntN(2)],
+			Scope: memory.Scope{UserID: fmt.Sprintf("u%d", rng.IntN(2)), AgentID: []string{"", "ag"}[rng.IntN(2)]}, Summary: s}
+		if rng.IntN(5) == 0 {
+			c.Metadata = map[string]any{"k": "v"}
+		}
+		if rng.IntN(10) == 0 {
+			c.SubjectID, c.FactType = "shared", fmt.Sprintf("fact-%d", rng.IntN(3)) // superseded versions
+		}
+		res, err := gov.Submit(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == memory.OutcomeParked {
+			parked = append(parked, res.Record.ID)
+		}
+		if len(parked) > 0 && rng.IntN(8) == 0 {
+			if _, err := gov.Approve(ctx, parked[0], memory.Review{By: "r"}); err != nil && memory.ErrorCode(err) != memory.ESTALE {
+				t.Fatal(err)
+			}
+			parked = parked[1:]
+		}
+	}
+
+	filters := []string{
+		`{"user_id": "u0"}`,
+		`{"AND": [{"user_id": "u1"}, {"categories": {"in": ["preference"]}}]}`,
+		`{"user_id": "u0", "agent_id": "ag"}`,
+		`{"OR": [{"user_id": "u0"}, {"user_id": "u1"}]}`,
+		`{"user_id": "u1", "keywords": {"icontains": "tea"}}`,
+		`{"user_id": "u0", "metadata": {"k": "v"}}`,
+		`{"AND": [{"user_id": "u1"}, {"NOT": [{"created_at": {"gte": "2026-12-01"}}]}]}`,
+	}
+	queries := []string{"tea", "cities", "ramen tea", "RAMEN hiking alps", "the", "zebra", "项目 猫", "café", "user",
+		"tea tea glass bus v2 2026 hiking alps ramen city wait long"}
+	compared := 0
+	for _, fs := range filters {
+		f, err := parseFilters([]byte(fs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range queries {
+			// searchByList sorts everything, then skips what is under the
+			// threshold and stops at topK: its answer to any threshold and
+			// topK is a cut of its full ranking.
+			ranking, err := searchByList(ctx, gov, searchParams{query: q, filter: f, topK: 1 << 30})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, cut := range []struct {
+				th float64
+				k  int
+			}{{0, 1}, {0, 10}, {thresholdV3, 1000}, {thresholdV2, 3}, {thresholdV3, 10}} {
+				got, err := h.search(ctx, searchParams{query: q, filter: f, topK: cut.k, threshold: cut.th})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := []memoryJSON{}
+				for _, m := range ranking {
+					if len(want) < cut.k && *m.Score >= cut.th {
+						want = append(want, m)
+					}
+				}
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(want)
+				if string(g) != string(w) {
+					t.Fatalf("filters %s, query %q, threshold %v, top %d:\n got %s\nwant %s", fs, q, cut.th, cut.k, g, w)
+				}
+				compared += len(want)
+			}
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no search returned anything: the test compares nothing")
+	}
+}
+
+// TestAddTextCountsAsTokenize: the ASCII path of addText counts what
+// tokenize would produce.
+func TestAddTextCountsAsTokenize(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := "abcsitueyABCSIY019 '’.,-_\t\x00é猫"
+	runes := []rune(alphabet)
+	for range 5000 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			b.WriteRune(runes[rng.IntN(len(runes))])
+		}
+		for _, w := range []string{"cities", "ies", "buses", "glass", "its", "status", "bus", "the", "s", "t"} {
+			if rng.IntN(4) == 0 {
+				b.WriteString(" " + w)
+			}
+		}
+		s := b.String()
+		toks := tokenize(s)
+		terms := uniq(append(append([]string{}, toks...), "zzz"))
+		a, c := newBM25Corpus(terms), newBM25Corpus(terms)
+		a.addText(s)
+		c.addTokens(toks)
+		if fmt.Sprint(a.lens, a.tf) != fmt.Sprint(c.lens, c.tf) {
+			t.Fatalf("addText(%q): lengths %v counts %v; tokenize gives %q: %v %v", s, a.lens, a.tf, toks, c.lens, c.tf)
+		}
+	}
+}
+
+func TestIsStopword(t *testing.T) {
+	for w := range stopwords {
+		if !isStopword([]byte(w)) {
+			t.Errorf("isStopword(%q) = false", w)
+		}
+	}
+	for _, w := range []string{"", "x", "tea", "user", "thee", "yourss", "ab", "remembers", "whose", "those1"} {
+		if isStopword([]byte(w)) != stopwords[w] {
+			t.Errorf("isStopword(%q) = %v, want %v", w, !stopwords[w], stopwords[w])
+		}
+	}
+}
