@@ -2,6 +2,7 @@ package policy
 
 import (
 	"regexp"
+	"slices"
 	"regexp/syntax"
 	"strings"
 )
@@ -32,6 +33,17 @@ func compilePrefiltered(pattern string) (*prefiltered, error) {
 		} else if lits, fold, ok := containedLiterals(simple); ok {
 			p.literals, p.fold = lits, fold
 		}
+	}
+	if p.fold {
+		// Texts are lowered for the check, so every literal must be too,
+		// also those from case-sensitive parts of the pattern.
+		for i, l := range p.literals {
+			p.literals[i] = foldForPrefilter(l)
+		}
+	}
+	p.literals = slices.Compact(slices.Sorted(slices.Values(p.literals)))
+	if slices.Contains(p.literals, "") {
+		p.literals = nil // some match starts with no literal: always run
 	}
 	return p, nil
 }
@@ -66,8 +78,12 @@ func (p *prefiltered) passes(s string, lowered *string) bool {
 	return false
 }
 
-// maxLiterals bounds the expansion of alternations into literals.
-const maxLiterals = 64
+// maxLiterals bounds the expansion of alternations into literals, and
+// maxClassRunes the character classes expanded into one-rune literals.
+const (
+	maxLiterals   = 64
+	maxClassRunes = 8
+)
 
 // foldForPrefilter lowercases s as far as RE2's case folding can reach an
 // ASCII letter: strings.ToLower, plus the long s (ſ), which folds to s.
@@ -93,6 +109,30 @@ func leadingLiterals(re *syntax.Regexp) (lits []string, fold, complete, ok bool)
 		return []string{lit}, f, true, true
 	case syntax.OpCapture:
 		return leadingLiterals(re.Sub[0])
+	case syntax.OpCharClass:
+		// A small class is an alternation of one-rune literals: in
+		// `access[ _-]?key` it keeps "access key" apart from "access the".
+		f := re.Flags&syntax.FoldCase != 0
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+				if len(lits) == maxClassRunes {
+					return nil, false, false, false
+				}
+				lit := string(r)
+				if f {
+					lit = strings.ToLower(lit)
+				}
+				lits = append(lits, lit)
+			}
+		}
+		return lits, f, true, len(lits) > 0
+	case syntax.OpQuest:
+		// Either the part or nothing: "" extends to what follows.
+		l, f, c, ok := leadingLiterals(re.Sub[0])
+		if !ok {
+			return nil, false, false, false
+		}
+		return append(l, ""), f, c, true
 	case syntax.OpConcat:
 		return concatLiterals(re.Sub)
 	case syntax.OpAlternate:

@@ -26,7 +26,9 @@ func TestPrefilterNeverChangesAMatch(t *testing.T) {
 	for _, cs := range p.features.captures {
 		all = append(all, cs.patterns...)
 	}
-	texts = append(texts, " the alpha project ", " 项目alpha ", " project ", " projects ", " my project x ")
+	texts = append(texts, "The agent may only access the staging database", "ACCESS-KEY: abc123!", "accesskey=xyz9",
+		"API_KEY = abc1!", "Api Key: 12345678", "apikey:x1", "my Token is abc-123", "AccessToken=zz9", "access  key: 1a",
+		"-----BEGIN  PRIVATE KEY-----", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GHP_abc", " the alpha project ", " 项目alpha ", " project ", " projects ", " my project x ")
 	checked := 0
 	{
 		for _, re := range all {
@@ -64,6 +66,10 @@ func TestPrefilterLiterals(t *testing.T) {
 		{`x*(ab)+[0-9]`, []string{"ab"}},
 		{`[a-z]+(foo|ba)`, []string{"foo", "ba"}},
 		{`[a-z]+(foo|[0-9])`, nil},
+		{`(?i)access[ _-]?key`, []string{"access key", "access_key", "access-key", "accesskey"}},
+		{`gh[pu]_x`, []string{"ghp_x", "ghu_x"}},
+		{`x?abc`, []string{"xabc", "abc"}},
+		{`(ab)?[a-z]`, nil},
 	} {
 		p, err := compilePrefiltered(tc.pattern)
 		if err != nil {
