@@ -2,8 +2,8 @@ package policy
 
 import (
 	"regexp"
-	"slices"
 	"regexp/syntax"
+	"slices"
 	"strings"
 )
 
