@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/sync/errgroup"
 )
 
 // Options configure a Governor. Store and Classifier are required.
@@ -92,9 +94,7 @@ func NewULIDSource() func() string {
 func (g *Governor) lock(slotIDs ...string) func() {
 	idx := make([]int, 0, len(slotIDs))
 	for _, id := range slotIDs {
-		h := fnv.New32a()
-		h.Write([]byte(id))
-		idx = append(idx, int(h.Sum32()%uint32(len(g.stripes))))
+		idx = append(idx, g.stripe(id))
 	}
 	slices.Sort(idx)
 	idx = slices.Compact(idx) // ascending order: no two callers deadlock
@@ -106,6 +106,13 @@ func (g *Governor) lock(slotIDs ...string) func() {
 			g.stripes[i].Unlock()
 		}
 	}
+}
+
+// stripe is the index of the lock that guards slotID.
+func (g *Governor) stripe(slotID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(slotID))
+	return int(h.Sum32() % uint32(len(g.stripes)))
 }
 
 // SubmitResult is the outcome of one candidate.
@@ -649,8 +656,7 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 	}
 	// A record approved as append moved to its own slot; the index still
 	// finds it by id, and loading it inside the batch sees its current slot.
-	res := &BulkResult{RolledBack: []string{}, Retracted: []string{}, Rejected: []string{}}
-	err = g.bulk(ctx, slices.Collect(maps.Keys(bySlot)), func(tx Tx, slotID string, now time.Time) error {
+	res, err := g.bulk(ctx, slices.Collect(maps.Keys(bySlot)), func(tx Tx, slotID string, now time.Time, res *BulkResult) error {
 		return g.quarantineSlot(tx, slotID, bySlot[slotID], res, reason, by, now)
 	})
 	if err != nil {
@@ -745,8 +751,7 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	res := &BulkResult{RolledBack: []string{}, Retracted: []string{}, Rejected: []string{}}
-	err = g.bulk(ctx, slots, func(tx Tx, slotID string, now time.Time) error {
+	res, err := g.bulk(ctx, slots, func(tx Tx, slotID string, now time.Time, res *BulkResult) error {
 		st, err := loadSlot(tx, slotID)
 		if err != nil {
 			return err
@@ -777,40 +782,86 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 	return res, err
 }
 
-// bulk runs fn for each slot, batching slots into transactions. A batch
-// that is too big for one transaction is split.
-func (g *Governor) bulk(ctx context.Context, slots []string, fn func(Tx, string, time.Time) error) error {
-	sort.Strings(slots)
-	for len(slots) > 0 {
-		n := min(g.batch, len(slots))
-		for {
-			err := g.bulkBatch(ctx, slots[:n], fn)
-			if errors.Is(err, ErrTxnTooBig) && n > 1 {
-				n /= 2
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			break
-		}
-		slots = slots[n:]
+// bulk runs fn for each slot, batching slots into transactions, and
+// returns what the committed batches did. fn records into the result it is
+// given, which counts only once its transaction commits: a transaction
+// retried after a conflict, or split because it was too big, runs fn again.
+// Batches run on up to GOMAXPROCS goroutines, each owning the slots of some
+// lock stripes, so they never wait for one another and one's CPU work
+// overlaps another's fsync; each slot still changes atomically. On an
+// error it returns what committed before it.
+func (g *Governor) bulk(ctx context.Context, slots []string, fn func(tx Tx, slotID string, now time.Time, res *BulkResult) error) (*BulkResult, error) {
+	total := newBulkResult()
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(slots)/g.batch))
+	parts := make([][]string, workers)
+	for _, s := range slots {
+		w := g.stripe(s) % workers
+		parts[w] = append(parts[w], s)
 	}
-	return nil
+	var mu sync.Mutex
+	eg, ctx := errgroup.WithContext(ctx)
+	for _, part := range parts {
+		eg.Go(func() error {
+			sort.Strings(part)
+			for len(part) > 0 {
+				n := min(g.batch, len(part))
+				for {
+					res, err := g.bulkBatch(ctx, part[:n], fn)
+					if errors.Is(err, ErrTxnTooBig) && n > 1 {
+						n /= 2
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					mu.Lock()
+					total.add(res)
+					mu.Unlock()
+					break
+				}
+				part = part[n:]
+			}
+			return nil
+		})
+	}
+	err := eg.Wait()
+	total.sort()
+	return total, err
 }
 
-func (g *Governor) bulkBatch(ctx context.Context, slots []string, fn func(Tx, string, time.Time) error) error {
+func (g *Governor) bulkBatch(ctx context.Context, slots []string, fn func(Tx, string, time.Time, *BulkResult) error) (*BulkResult, error) {
 	unlock := g.lock(slots...)
 	defer unlock()
 	now := g.now()
-	return g.store.Update(ctx, func(tx Tx) error {
+	var res *BulkResult
+	err := g.store.Update(ctx, func(tx Tx) error {
+		res = newBulkResult() // an attempt that does not commit leaves nothing behind
 		for _, s := range slots {
-			if err := fn(tx, s, now); err != nil {
+			if err := fn(tx, s, now, res); err != nil {
 				return fmt.Errorf("slot %s: %w", s, err)
 			}
 		}
 		return nil
 	})
+	return res, err
+}
+
+func newBulkResult() *BulkResult {
+	return &BulkResult{RolledBack: []string{}, Retracted: []string{}, Rejected: []string{}}
+}
+
+func (r *BulkResult) add(o *BulkResult) {
+	r.RolledBack = append(r.RolledBack, o.RolledBack...)
+	r.Retracted = append(r.Retracted, o.Retracted...)
+	r.Rejected = append(r.Rejected, o.Rejected...)
+	r.Slots += o.Slots
+}
+
+// sort orders the ids (ULIDs: by time), whichever worker undid them.
+func (r *BulkResult) sort() {
+	slices.Sort(r.RolledBack)
+	slices.Sort(r.Retracted)
+	slices.Sort(r.Rejected)
 }
 
 // ErrTxnTooBig is returned (wrapped) by a Store when one transaction would
