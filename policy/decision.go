@@ -86,7 +86,7 @@ func slotFields(obj ast.Object) (memory.Placement, error) {
 	if pl.SubjectID, err = stringField(obj, "subjectId", false); err != nil {
 		return pl, err
 	}
-	if t := obj.Get(ast.StringTerm("value")); t != nil && !isNull(t.Value) {
+	if t := obj.Get(keyTerm("value")); t != nil && !isNull(t.Value) {
 		native, err := ast.JSON(t.Value)
 		if err != nil {
 			return pl, fmt.Errorf("%w: value: %v", ErrMalformed, err)
@@ -99,7 +99,7 @@ func slotFields(obj ast.Object) (memory.Placement, error) {
 }
 
 func stringField(obj ast.Object, key string, required bool) (string, error) {
-	t := obj.Get(ast.StringTerm(key))
+	t := obj.Get(keyTerm(key))
 	if t == nil {
 		if required {
 			return "", fmt.Errorf("%w: %s is missing", ErrMalformed, key)
@@ -126,76 +126,73 @@ func enumField(obj ast.Object, key string, valid map[string]bool) (string, error
 
 // stringsField reads an array (or set) of strings; a required one may be empty.
 func stringsField(obj ast.Object, key string, required bool) ([]string, error) {
-	t := obj.Get(ast.StringTerm(key))
+	t := obj.Get(keyTerm(key))
 	if t == nil {
 		if required {
 			return nil, fmt.Errorf("%w: %s is missing", ErrMalformed, key)
 		}
 		return nil, nil
 	}
-	switch t.Value.(type) {
-	case *ast.Array, ast.Set:
-	default:
+	elems, ok := elements(t.Value)
+	if !ok {
 		return nil, fmt.Errorf("%w: %s is %s, want an array", ErrMalformed, key, ast.ValueName(t.Value))
 	}
-	out := []string{}
-	var bad error
-	each(t.Value, func(e *ast.Term) {
+	out := make([]string, 0, len(elems))
+	for _, e := range elems {
 		s, ok := e.Value.(ast.String)
-		if !ok && bad == nil {
-			bad = fmt.Errorf("%w: %s holds %s, want strings", ErrMalformed, key, ast.ValueName(e.Value))
+		if !ok {
+			return nil, fmt.Errorf("%w: %s holds %s, want strings", ErrMalformed, key, ast.ValueName(e.Value))
 		}
 		out = append(out, string(s))
-	})
-	if bad != nil {
-		return nil, bad
 	}
 	return out, nil
 }
 
 func reasonsField(obj ast.Object) ([]memory.Reason, error) {
-	t := obj.Get(ast.StringTerm("reasons"))
+	t := obj.Get(keyTerm("reasons"))
 	if t == nil {
 		return nil, fmt.Errorf("%w: reasons is missing", ErrMalformed)
 	}
-	if _, ok := t.Value.(*ast.Array); !ok {
+	arr, ok := t.Value.(*ast.Array)
+	if !ok {
 		return nil, fmt.Errorf("%w: reasons is %s, want an array", ErrMalformed, ast.ValueName(t.Value))
 	}
-	out := []memory.Reason{}
-	var bad error
-	each(t.Value, func(e *ast.Term) {
+	if arr.Len() == 0 {
+		return nil, fmt.Errorf("%w: no reasons; every decision names the rules that fired", ErrMalformed)
+	}
+	out := make([]memory.Reason, 0, arr.Len())
+	for i := range arr.Len() {
+		e := arr.Elem(i)
 		r, ok := e.Value.(ast.Object)
 		if !ok {
-			bad = fmt.Errorf("%w: a reason is %s, want {rule, message}", ErrMalformed, ast.ValueName(e.Value))
-			return
+			return nil, fmt.Errorf("%w: a reason is %s, want {rule, message}", ErrMalformed, ast.ValueName(e.Value))
 		}
 		rule, err := stringField(r, "rule", true)
 		if err == nil && rule == "" {
 			err = fmt.Errorf("%w: a reason has an empty rule", ErrMalformed)
 		}
 		msg, err2 := stringField(r, "message", true)
-		if bad == nil {
-			bad = errors.Join(err, err2)
+		if err := errors.Join(err, err2); err != nil {
+			return nil, err
 		}
 		out = append(out, memory.Reason{Rule: rule, Message: msg})
-	})
-	if bad != nil {
-		return nil, bad
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: no reasons; every decision names the rules that fired", ErrMalformed)
 	}
 	return out, nil
 }
 
-// each calls fn for the elements of an array or set; other values have none.
-func each(v ast.Value, fn func(*ast.Term)) {
+// elements returns the terms of an array, or of a set in its order.
+func elements(v ast.Value) ([]*ast.Term, bool) {
 	switch c := v.(type) {
 	case *ast.Array:
-		c.Foreach(fn)
+		terms := make([]*ast.Term, c.Len())
+		for i := range terms {
+			terms[i] = c.Elem(i)
+		}
+		return terms, true
 	case ast.Set:
-		c.Foreach(fn)
+		return c.Slice(), true
 	}
+	return nil, false
 }
 
 func isNull(v ast.Value) bool {

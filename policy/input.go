@@ -128,11 +128,16 @@ func stringTerm(v string) *ast.Term {
 }
 
 func item(k string, v *ast.Term) [2]*ast.Term {
-	kt, ok := keyTerms[k]
-	if !ok {
-		kt = ast.StringTerm(k)
+	return ast.Item(keyTerm(k), v)
+}
+
+// keyTerm returns the shared term of a field name (also used to look
+// fields up in the decision).
+func keyTerm(k string) *ast.Term {
+	if kt, ok := keyTerms[k]; ok {
+		return kt
 	}
-	return ast.Item(kt, v)
+	return ast.StringTerm(k)
 }
 
 func (f *fields) str(k, v string) {
