@@ -265,8 +265,6 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 	return nil
 }
 
-// classify evaluates policy and fails closed: any error, timeout or invalid
-// decision parks the write with reason policy_error.
 // place asks policy where free text goes. A failure places nothing: the
 // write keeps what its writer gave (knowledge, a slot of its own), and the
 // decision that follows fails closed if the policy is broken.
@@ -289,6 +287,8 @@ func (g *Governor) place(ctx context.Context, in *PolicyInput) Placement {
 	return pl
 }
 
+// classify evaluates policy and fails closed: any error, timeout or invalid
+// decision parks the write with reason policy_error.
 func (g *Governor) classify(ctx context.Context, in *PolicyInput) Decision {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()

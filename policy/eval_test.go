@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -208,5 +209,51 @@ decision := {"risk": data.levels.risk, "categories": [], "action": data.memgate.
 	d, err := p.Classify(context.Background(), inputWithSummary("anything"))
 	if err != nil || d.Action != memory.ActionReview || d.Risk != memory.RiskMedium {
 		t.Fatalf("%+v, %v", d, err)
+	}
+}
+
+// TestPlace covers the placement document's contract: its fields fill a
+// Placement, an undefined placement places nothing, a malformed one is an
+// error, and a policy without one is placed by its decision's slot fields.
+func TestPlace(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, module string
+		want         memory.Placement
+		wantErr      string
+	}{
+		{name: "fields", module: `placement := {"layer": "policy", "factType": "publish.auto", "subjectId": "project-a", "value": {"enabled": false}} if input.candidate.summary == "text"`,
+			want: memory.Placement{Layer: memory.LayerPolicy, FactType: "publish.auto", SubjectID: "project-a", Value: json.RawMessage(`{"enabled":false}`)}},
+		{name: "partial", module: `placement := {"layer": "state"}`, want: memory.Placement{Layer: memory.LayerState}},
+		{name: "undefined places nothing", module: `placement := {"layer": "state"} if input.candidate.summary == "other"`},
+		{name: "unknown layer", module: `placement := {"layer": "gossip"}`, wantErr: "unknown layer"},
+		{name: "not an object", module: `placement := "policy"`, wantErr: "want an object"},
+		{name: "wrong type", module: `placement := {"factType": 3}`, wantErr: "factType is number"},
+		{name: "no placement: the decision's fields", module: `decision := {"risk": "low", "categories": [], "action": "apply", "reasons": [{"rule": "r", "message": "m"}], "affects": [], "layer": "checkpoint", "factType": "task.step"}`,
+			want: memory.Placement{Layer: memory.LayerCheckpoint, FactType: "task.step"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			module := "package memgate\n\n" + tc.module + "\n"
+			if !strings.Contains(tc.module, "decision :=") {
+				module = okDecision + "\n" + tc.module + "\n"
+			}
+			p, err := Compile(ctx, FileSet{"memgate.rego": module})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.Place(ctx, &memory.PolicyInput{Op: memory.OpWrite, Candidate: &memory.Record{ID: "c", Summary: "text"}, Pending: []*memory.Record{}})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Layer != tc.want.Layer || got.FactType != tc.want.FactType || got.SubjectID != tc.want.SubjectID || string(got.Value) != string(tc.want.Value) {
+				t.Fatalf("placement %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
