@@ -101,8 +101,11 @@ func TestPolicyFailuresAreCountedAndParked(t *testing.T) {
 				{"memgate_writes_total", []string{"dialect", "native", "action", "review", "risk", "high"}, 1},
 				{"memgate_review_queue_depth", nil, 1},
 			})
-			if h := histogram(t, e.reg, "memgate_policy_evaluation_duration_seconds"); c.reason == "timeout" && h.GetSampleSum() < 0.02 {
-				t.Fatalf("a timed-out evaluation took %vs, want at least the 20ms timeout", h.GetSampleSum())
+			// The wait until the deadline is recorded, not ~0. The governor
+			// starts the 20ms clock a moment before the timer does, so
+			// the bound is loose: a scheduler delay must not fail it.
+			if h := histogram(t, e.reg, "memgate_policy_evaluation_duration_seconds"); c.reason == "timeout" && h.GetSampleSum() < 0.01 {
+				t.Fatalf("a timed-out evaluation took %vs, want most of the 20ms timeout", h.GetSampleSum())
 			}
 		})
 	}

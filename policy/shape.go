@@ -5,11 +5,11 @@ import "github.com/open-policy-agent/opa/v1/ast"
 // inputShape is the part of the input document a policy can observe: the
 // paths of its references to input. A part that is not a constant string
 // (input.pending[i].value) stands for every element, and a path that ends
-// (input.candidate passed whole to a function) reads all below it. Building only those parts
-// saves most of the input's cost: OPA objects are hash maps, and the
-// records carry many bookkeeping fields the default policy never reads.
-// A field outside the shape cannot be observed, so leaving it out changes
-// no decision.
+// (input.candidate passed whole to a function) reads all below it.
+// Building only those parts saves most of the input's cost: OPA objects
+// are hash maps, and the records carry many bookkeeping fields the default
+// policy never reads. A field outside the shape cannot be observed, so
+// leaving it out changes no decision.
 type inputShape struct {
 	all    bool
 	fields map[string]*inputShape
