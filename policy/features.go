@@ -108,15 +108,11 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		return nil, err
 	}
 	for _, name := range sortedKeys(pats) {
-		pf := patternFeature{id: f.id(name)}
-		for _, p := range pats[name] {
-			re, err := compilePrefiltered(p)
-			if err != nil {
-				return nil, fmt.Errorf("data memgate_config.features.patterns.%s: %w", name, err)
-			}
-			pf.res = append(pf.res, re)
+		res, err := compileAll(pats[name])
+		if err != nil {
+			return nil, fmt.Errorf("data memgate_config.features.patterns.%s: %w", name, err)
 		}
-		f.patterns = append(f.patterns, pf)
+		f.patterns = append(f.patterns, patternFeature{id: f.id(name), res: res})
 	}
 	first, err := stringLists(spec, "first")
 	if err != nil {
@@ -135,6 +131,19 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// compileAll compiles a list of patterns with their prefilters.
+func compileAll(patterns []string) ([]*prefiltered, error) {
+	out := make([]*prefiltered, 0, len(patterns))
+	for _, p := range patterns {
+		re, err := compilePrefiltered(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, re)
+	}
+	return out, nil
 }
 
 func parseCaptures(spec map[string]any) ([]captureSpec, error) {
@@ -157,14 +166,11 @@ func parseCaptures(spec map[string]any) ([]captureSpec, error) {
 		if !ok1 || !ok2 {
 			return nil, fmt.Errorf("data memgate_config.features.captures.%s: patterns and exclude are lists of strings", name)
 		}
-		cs := captureSpec{name: ast.StringTerm(name), exclude: map[string]bool{}}
-		for _, p := range patterns {
-			re, err := compilePrefiltered(p)
-			if err != nil {
-				return nil, fmt.Errorf("data memgate_config.features.captures.%s: %w", name, err)
-			}
-			cs.patterns = append(cs.patterns, re)
+		res, err := compileAll(patterns)
+		if err != nil {
+			return nil, fmt.Errorf("data memgate_config.features.captures.%s: %w", name, err)
 		}
+		cs := captureSpec{name: ast.StringTerm(name), patterns: res, exclude: map[string]bool{}}
 		for _, w := range exclude {
 			cs.exclude[w] = true
 		}

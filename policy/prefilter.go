@@ -186,15 +186,8 @@ func concatLiterals(subs []*syntax.Regexp) (lits []string, fold, complete, ok bo
 func containedLiterals(re *syntax.Regexp) (lits []string, fold, ok bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if len(re.Rune) == 0 {
-			return nil, false, false
-		}
-		f := re.Flags&syntax.FoldCase != 0
-		lit := string(re.Rune)
-		if f {
-			lit = strings.ToLower(lit)
-		}
-		return []string{lit}, f, true
+		l, f, _, ok := leadingLiterals(re) // a literal starts every match of itself
+		return l, f, ok
 	case syntax.OpCapture, syntax.OpPlus:
 		return containedLiterals(re.Sub[0])
 	case syntax.OpRepeat:

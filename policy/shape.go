@@ -70,51 +70,45 @@ func nullComparison(e *ast.Expr) (ast.Ref, bool) {
 }
 
 // touch adds the part at path, if absent, without reading any of it.
-func (s *inputShape) touch(path ast.Ref) {
-	for _, t := range path {
-		if s.all {
-			return
-		}
-		key, ok := t.Value.(ast.String)
-		if !ok {
-			return
-		}
-		if s.fields == nil {
-			s.fields = map[string]*inputShape{}
-		}
-		next := s.fields[string(key)]
-		if next == nil {
-			next = &inputShape{}
-			s.fields[string(key)] = next
-		}
-		s = next
+func (s *inputShape) touch(path ast.Ref) { s.descend(path, false) }
+
+func (s *inputShape) add(path ast.Ref) {
+	if n := s.descend(path, true); n != nil {
+		n.all, n.fields, n.elem = true, nil, nil
 	}
 }
 
-func (s *inputShape) add(path ast.Ref) {
+// descend walks path down from s, creating the parts it passes, and
+// returns where it ended; nil when a part on the way is read whole
+// already. A key that is not a constant string leads on to every element
+// when elems is set, and ends the walk there otherwise.
+func (s *inputShape) descend(path ast.Ref, elems bool) *inputShape {
 	for _, t := range path {
 		if s.all {
-			return
+			return nil
 		}
 		key, ok := t.Value.(ast.String)
-		if !ok {
+		switch {
+		case !ok && !elems:
+			return s
+		case !ok:
 			if s.elem == nil {
 				s.elem = &inputShape{}
 			}
 			s = s.elem
-			continue
+		default:
+			if s.fields == nil {
+				s.fields = map[string]*inputShape{}
+			}
+			next := s.fields[string(key)]
+			if next == nil {
+				next = &inputShape{}
+				s.fields[string(key)] = next
+			}
+			s = next
 		}
-		if s.fields == nil {
-			s.fields = map[string]*inputShape{}
-		}
-		next := s.fields[string(key)]
-		if next == nil {
-			next = &inputShape{}
-			s.fields[string(key)] = next
-		}
-		s = next
 	}
-	s.all, s.fields, s.elem = true, nil, nil
+	return s
 }
 
 // has reports whether the field k of an object is (or holds) a part the

@@ -68,5 +68,3 @@ value_text := json.marshal(input.candidate.value) if candidate_has_value
 else := ""
 
 candidate_has_value if input.candidate.value != null
-
-has_value(rec) if rec.value != null
