@@ -28,13 +28,24 @@ const (
 type Compiled struct {
 	revision string
 	files    FileSet
-	features *textFeatures // nil when the policy declares none
-	shape    *inputShape   // the parts of the input the policy reads
+	features *textFeatures // all the policy declares; nil when none
 	data     dataCache
-	query    rego.PreparedEvalQuery
+	decision preparedQuery
 	// place is prepared when the policy defines a placement document;
 	// without one, free text is placed by the slot fields of a decision.
-	place *rego.PreparedEvalQuery
+	place *preparedQuery
+}
+
+// preparedQuery is one query of the policy with the input it reads.
+type preparedQuery struct {
+	rego.PreparedEvalQuery
+	shape    *inputShape   // the parts of the input the query reads
+	features *textFeatures // the text facts it reads; nil when none
+}
+
+func newPreparedQuery(q rego.PreparedEvalQuery, c *ast.Compiler, ref string, features *textFeatures) preparedQuery {
+	shape := queryShape(c, ast.MustParseRef(ref))
+	return preparedQuery{PreparedEvalQuery: q, shape: shape, features: features.forShape(shape.field("candidate"))}
 }
 
 var _ memory.Classifier = (*Compiled)(nil)
@@ -87,21 +98,22 @@ func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, erro
 	if err != nil {
 		return nil, fmt.Errorf("compile policy: %w", err)
 	}
-	var place *rego.PreparedEvalQuery
+	var place *preparedQuery
 	if len(compiler.GetRules(ast.MustParseRef(PlacementQuery))) > 0 {
 		// The compiler already holds the modules: this only plans the query.
 		q, err := rego.New(rego.Query(PlacementQuery), rego.Store(store), rego.Compiler(compiler)).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("compile policy placement: %w", err)
 		}
-		place = &q
+		pq := newPreparedQuery(q, compiler, PlacementQuery, features)
+		place = &pq
 	}
 	root, err := ast.InterfaceToValue(data)
 	if err != nil {
 		return nil, fmt.Errorf("policy data: %w", err)
 	}
-	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root}, query: pq, place: place,
-		shape: shapeOf(compiler.Modules)}
+	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root},
+		decision: newPreparedQuery(pq, compiler, DecisionQuery, features), place: place}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
 	}

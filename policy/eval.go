@@ -34,7 +34,7 @@ func (p *Compiled) decide(ctx context.Context, in *memory.PolicyInput) (memory.D
 	if in == nil || in.Candidate == nil {
 		return memory.Decision{}, errors.New("policy input has no candidate")
 	}
-	v, err := p.eval(ctx, &p.query, in)
+	v, err := p.eval(ctx, &p.decision, in)
 	if err != nil {
 		return memory.Decision{}, err
 	}
@@ -63,11 +63,11 @@ func (p *Compiled) Place(ctx context.Context, in *memory.PolicyInput) (memory.Pl
 }
 
 // eval runs a prepared query on the input and returns its one result.
-func (p *Compiled) eval(ctx context.Context, q *rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error) {
+func (p *Compiled) eval(ctx context.Context, q *preparedQuery, in *memory.PolicyInput) (ast.Value, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("evaluate policy: %w", err)
 	}
-	input, err := inputValue(in, p.features, p.shape)
+	input, err := inputValue(in, q.features, q.shape)
 	if err != nil {
 		return nil, fmt.Errorf("build policy input: %w", err)
 	}

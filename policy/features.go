@@ -47,8 +47,14 @@ type textFeatures struct {
 	keywords  []keywordFeature
 	index     *keywordIndex
 	patterns  []patternFeature
-	first     []rankedList
-	captures  []captureSpec
+	// literals finds, in one pass over a lowered raw text, which patterns'
+	// prefilter literals occur (see prefilterIndex).
+	literals *prefilterIndex
+	first    []rankedList
+	captures []captureSpec
+	// emit marks the features reported in text_features; nil: all. A
+	// query's own copy (see forShape) reports only what it reads.
+	emit []bool
 }
 
 type rankedList struct {
@@ -70,6 +76,9 @@ type keywordFeature struct {
 type patternFeature struct {
 	id  int
 	res []*prefiltered
+	// lits[j] is the literal list of res[j] in the prefilter index; -1
+	// when it has none and always runs.
+	lits []int
 }
 
 // id returns the index of feature name, adding it if new.
@@ -114,6 +123,7 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		}
 		f.patterns = append(f.patterns, patternFeature{id: f.id(name), res: res})
 	}
+	f.literals = newPrefilterIndex(f.patterns)
 	first, err := stringLists(spec, "first")
 	if err != nil {
 		return nil, err
@@ -131,6 +141,46 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// forShape returns the part of f a query needs, given the shape of the
+// candidate it reads: only the features, ranked lists and captures it
+// refers to are computed and reported (a regex costs more than the rest
+// of the input). Nil when it reads none of the text fields.
+func (f *textFeatures) forShape(cand *inputShape) *textFeatures {
+	if f == nil || !(cand.has(textFeaturesKey) || cand.has(textFirstKey) || cand.has(textCapturesKey)) {
+		return nil
+	}
+	feats, first, captures := cand.field(textFeaturesKey), cand.field(textFirstKey), cand.field(textCapturesKey)
+	q := *f
+	q.emit = make([]bool, len(f.names))
+	need := make([]bool, len(f.names))
+	for i, name := range f.names {
+		q.emit[i] = feats.has(name)
+		need[i] = q.emit[i]
+	}
+	q.first = nil
+	for _, rl := range f.first {
+		if first.has(string(rl.name.Value.(ast.String))) {
+			q.first = append(q.first, rl)
+			for _, i := range rl.features {
+				need[i] = true
+			}
+		}
+	}
+	q.patterns = nil
+	for _, pf := range f.patterns {
+		if need[pf.id] {
+			q.patterns = append(q.patterns, pf)
+		}
+	}
+	q.captures = nil
+	for _, cs := range f.captures {
+		if captures.has(string(cs.name.Value.(ast.String))) {
+			q.captures = append(q.captures, cs)
+		}
+	}
+	return &q
 }
 
 // compileAll compiles a list of patterns with their prefilters.
@@ -258,17 +308,11 @@ func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
 	}
 	f.index.match(norm, found) // keyword list i is feature i
 	if len(f.patterns) > 0 {
-		raws := [3]string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
-		var lowered [3]string // computed on first use: most writes need none
-		for _, pf := range f.patterns {
-			if !found[pf.id] && patternMatches(pf.res, raws[:], lowered[:]) {
-				found[pf.id] = true
-			}
-		}
+		f.matchPatterns(rec, found)
 	}
 	var items [][2]*ast.Term
 	for i, hit := range found {
-		if hit {
+		if hit && (f.emit == nil || f.emit[i]) {
 			items = append(items, [2]*ast.Term{f.nameTerms[i], trueTerm})
 		}
 	}
@@ -309,15 +353,4 @@ func (cs captureSpec) capture(norm string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func patternMatches(res []*prefiltered, raws, lowered []string) bool {
-	for _, re := range res {
-		for i, s := range raws {
-			if s != "" && re.matches(s, &lowered[i]) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"regexp"
+
+	"github.com/memgate/memgate/memory"
 	"regexp/syntax"
 	"slices"
 	"strings"
@@ -229,4 +231,78 @@ func minLen(ss []string) int {
 		}
 	}
 	return n
+}
+
+// prefilterIndex tests the prefilters of many patterns at once: the
+// literals of every pattern go into one keyword index over the lowered
+// text, so a text is scanned once, not once per literal (eleven secret
+// patterns hold 40 literals). Case-sensitive literals are lowered too,
+// which only lets a few more texts through to the regexp.
+type prefilterIndex struct {
+	index *keywordIndex
+	lists int
+}
+
+// newPrefilterIndex numbers the patterns' literal lists and records each
+// one's number in lits.
+func newPrefilterIndex(patterns []patternFeature) *prefilterIndex {
+	var lists []keywordFeature
+	for i := range patterns {
+		pf := &patterns[i]
+		pf.lits = make([]int, len(pf.res))
+		for j, re := range pf.res {
+			pf.lits[j] = -1
+			if len(re.literals) == 0 {
+				continue
+			}
+			words := make([]string, len(re.literals))
+			for k, l := range re.literals {
+				words[k] = foldForPrefilter(l)
+			}
+			pf.lits[j] = len(lists)
+			lists = append(lists, keywordFeature{words: words})
+		}
+	}
+	return &prefilterIndex{index: newKeywordIndex(lists), lists: len(lists)}
+}
+
+// matchPatterns sets found[id] for every pattern feature with a regexp
+// matching the summary, the evidence excerpt or the value.
+func (f *textFeatures) matchPatterns(rec *memory.Record, found []bool) {
+	raws := [3]string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
+	var buf [64]bool
+	lits := buf[:0]
+	if f.literals.lists <= len(buf) {
+		lits = buf[:f.literals.lists]
+	} else {
+		lits = make([]bool, f.literals.lists)
+	}
+	for _, raw := range raws {
+		if raw != "" {
+			f.literals.index.match(foldForPrefilter(raw), lits)
+		}
+	}
+	for _, pf := range f.patterns {
+		if found[pf.id] {
+			continue
+		}
+		for j, re := range pf.res {
+			if pf.lits[j] >= 0 && !lits[pf.lits[j]] {
+				continue
+			}
+			if matchesAny(re.re, raws[:]) {
+				found[pf.id] = true
+				break
+			}
+		}
+	}
+}
+
+func matchesAny(re *regexp.Regexp, texts []string) bool {
+	for _, s := range texts {
+		if s != "" && re.MatchString(s) {
+			return true
+		}
+	}
+	return false
 }

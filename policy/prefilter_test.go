@@ -1,24 +1,18 @@
 package policy
 
 import (
+	"encoding/json"
 	"regexp"
 	"testing"
+
+	"github.com/memgate/memgate/memory"
 )
 
 // TestPrefilterNeverChangesAMatch checks the prefilter only skips texts the
 // regexp cannot match, over the default's secret patterns and tricky texts.
 func TestPrefilterNeverChangesAMatch(t *testing.T) {
 	p := compileDefault(t)
-	texts := []string{
-		"my password is hunter2", "MY PASSWORD IS Hunter2", "PaSsWoRd: x9!", "paſſword: s3cret!",
-		"api_key=sk-abcdefghijklmnop1234", "Api-Key: 12345678", "TOKEN: ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-		"Bearer abcdefghijklmnopqrstuvwxyz123", "-----BEGIN RSA PRIVATE KEY-----", "AKIAABCDEFGHIJKLMNOP",
-		"密码是 abc12345", "服务器密码：Pa55word", "令牌为 tok_12345", "the password policy needs 12 characters",
-		"nothing to see here", "", "sk-", "xoxb-1234567890-abc", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sig_abcdefgh",
-	}
-	for _, w := range realisticWrites {
-		texts = append(texts, w.summary, w.evidence)
-	}
+	texts := prefilterTexts()
 	var all []*prefiltered
 	for _, pf := range p.features.patterns {
 		all = append(all, pf.res...)
@@ -26,9 +20,6 @@ func TestPrefilterNeverChangesAMatch(t *testing.T) {
 	for _, cs := range p.features.captures {
 		all = append(all, cs.patterns...)
 	}
-	texts = append(texts, "The agent may only access the staging database", "ACCESS-KEY: abc123!", "accesskey=xyz9",
-		"API_KEY = abc1!", "Api Key: 12345678", "apikey:x1", "my Token is abc-123", "AccessToken=zz9", "access  key: 1a",
-		"-----BEGIN  PRIVATE KEY-----", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GHP_abc", " the alpha project ", " 项目alpha ", " project ", " projects ", " my project x ")
 	checked := 0
 	{
 		for _, re := range all {
@@ -47,6 +38,62 @@ func TestPrefilterNeverChangesAMatch(t *testing.T) {
 	if checked < 8 {
 		t.Errorf("only %d secret patterns got a prefilter", checked)
 	}
+}
+
+// TestPatternFeaturesMatchThePlainRegexps checks the shared literal index:
+// a pattern feature is found exactly when one of its regexps, run without
+// any prefilter, matches the summary, the excerpt or the value.
+func TestPatternFeaturesMatchThePlainRegexps(t *testing.T) {
+	f := compileDefault(t).features
+	hits := 0
+	for _, text := range prefilterTexts() {
+		value, _ := json.Marshal(map[string]string{"note": text})
+		for _, rec := range []*memory.Record{
+			{Summary: text},
+			{Summary: "a note", Evidence: memory.Evidence{Excerpt: text}},
+			{Summary: "a note", Value: value},
+		} {
+			found := make([]bool, len(f.names))
+			f.matchPatterns(rec, found)
+			for _, pf := range f.patterns {
+				want := false
+				for _, re := range pf.res {
+					plain := regexp.MustCompile(re.re.String())
+					for _, raw := range []string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)} {
+						want = want || (raw != "" && plain.MatchString(raw))
+					}
+				}
+				if found[pf.id] != want {
+					t.Errorf("%s on %+v: found %v, plain regexps %v", f.names[pf.id], rec, found[pf.id], want)
+				}
+				if want {
+					hits++
+				}
+			}
+		}
+	}
+	if hits < 20 {
+		t.Errorf("only %d matches: the texts no longer exercise the patterns", hits)
+	}
+}
+
+// prefilterTexts are texts for the secret patterns and the captures:
+// secrets in many spellings, near misses and the realistic writes.
+func prefilterTexts() []string {
+	texts := []string{
+		"my password is hunter2", "MY PASSWORD IS Hunter2", "PaSsWoRd: x9!", "paſſword: s3cret!",
+		"api_key=sk-abcdefghijklmnop1234", "Api-Key: 12345678", "TOKEN: ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+		"Bearer abcdefghijklmnopqrstuvwxyz123", "-----BEGIN RSA PRIVATE KEY-----", "AKIAABCDEFGHIJKLMNOP",
+		"密码是 abc12345", "服务器密码：Pa55word", "令牌为 tok_12345", "the password policy needs 12 characters",
+		"nothing to see here", "", "sk-", "xoxb-1234567890-abc", "eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.sig_abcdefgh",
+	}
+	for _, w := range realisticWrites {
+		texts = append(texts, w.summary, w.evidence)
+	}
+	texts = append(texts, "The agent may only access the staging database", "ACCESS-KEY: abc123!", "accesskey=xyz9",
+		"API_KEY = abc1!", "Api Key: 12345678", "apikey:x1", "my Token is abc-123", "AccessToken=zz9", "access  key: 1a",
+		"-----BEGIN  PRIVATE KEY-----", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "GHP_abc", " the alpha project ", " 项目alpha ", " project ", " projects ", " my project x ")
+	return texts
 }
 
 func TestPrefilterLiterals(t *testing.T) {

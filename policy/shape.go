@@ -29,22 +29,63 @@ var fullShape = &inputShape{all: true}
 func shapeOf(modules map[string]*ast.Module) *inputShape {
 	root := &inputShape{}
 	for _, m := range modules {
-		ast.NewGenericVisitor(func(x any) bool {
-			switch x := x.(type) {
-			case *ast.Expr:
-				if ref, ok := nullComparison(x); ok {
-					root.touch(ref[1:])
-					return true
-				}
-			case ast.Ref:
-				if x.HasPrefix(ast.InputRootRef) {
-					root.add(x[1:])
-				}
-			}
-			return false
-		}).Walk(m)
+		root.collect(m)
 	}
 	return root
+}
+
+// queryShape is the shape of one query of a compiled policy: the input
+// references of the rules the query reaches through the compiler's
+// dependency graph (functions and else branches included), so placing a
+// text does not build what only deciding reads, and the other way round.
+// A query that reaches no rule gets the shape of every module.
+func queryShape(c *ast.Compiler, query ast.Ref) *inputShape {
+	var stack []*ast.Rule
+	seen := map[*ast.Rule]bool{}
+	visit := func(r *ast.Rule) {
+		for ; r != nil; r = r.Else {
+			if !seen[r] {
+				seen[r] = true
+				stack = append(stack, r)
+			}
+		}
+	}
+	for _, r := range c.GetRules(query) {
+		visit(r)
+	}
+	if len(stack) == 0 {
+		return shapeOf(c.Modules)
+	}
+	root := &inputShape{}
+	for len(stack) > 0 {
+		r := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		root.collect(r)
+		for dep := range c.Graph.Dependencies(r) {
+			if d, ok := dep.(*ast.Rule); ok {
+				visit(d)
+			}
+		}
+	}
+	return root
+}
+
+// collect adds the input references found in x (a module or a rule).
+func (s *inputShape) collect(x any) {
+	ast.NewGenericVisitor(func(x any) bool {
+		switch x := x.(type) {
+		case *ast.Expr:
+			if ref, ok := nullComparison(x); ok {
+				s.touch(ref[1:])
+				return true
+			}
+		case ast.Ref:
+			if x.HasPrefix(ast.InputRootRef) {
+				s.add(x[1:])
+			}
+		}
+		return false
+	}).Walk(x)
 }
 
 // nullComparison matches `input... == null` and `input... != null`.

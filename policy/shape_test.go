@@ -77,14 +77,50 @@ d if e with input.candidate.layer as "x"`, []string{"candidate.layer.*"}},
 	}
 }
 
+func TestQueryShape(t *testing.T) {
+	const module = `package p
+d if { input.op == "write"; helper }
+d if { f(input.current) }
+helper := x if { x := input.candidate.layer } else := y if { y := input.candidate.factType }
+f(r) if r.id == g(input.dialect)
+g(s) := s
+e if { input.candidate.summary == "x"; not unused }
+unused if input.actor.id
+w if helper with input.pending as []
+`
+	for _, tc := range []struct {
+		query string
+		want  []string
+	}{
+		{"data.p.d", []string{"candidate.factType.*", "candidate.layer.*", "current.*", "dialect.*", "op.*"}},
+		{"data.p.e", []string{"actor.id.*", "candidate.summary.*"}},
+		{"data.p.helper", []string{"candidate.factType.*", "candidate.layer.*"}},
+		// with targets are read: an input they replace is not built at all.
+		{"data.p.w", []string{"candidate.factType.*", "candidate.layer.*", "pending.*"}},
+		{"data.p.nothing", []string{"actor.id.*", "candidate.factType.*", "candidate.layer.*", "candidate.summary.*", "current.*", "dialect.*", "op.*", "pending.*"}},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			c := ast.NewCompiler()
+			r := rego.New(rego.Query(tc.query), rego.Module("p.rego", module), rego.Compiler(c))
+			if _, err := r.PrepareForEval(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := queryShape(c, ast.MustParseRef(tc.query)).paths(""); !slices.Equal(got, tc.want) {
+				t.Errorf("shape %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestDefaultPolicyReadsLittleOfTheInput pins what the default policy's
 // shape leaves out, so a change that reads a record whole shows up here
 // (it would still decide the same, only slower).
 func TestDefaultPolicyReadsLittleOfTheInput(t *testing.T) {
 	p := compileDefault(t)
-	cand := p.shape.field("candidate")
+	shape := p.decision.shape
+	cand := shape.field("candidate")
 	if cand == nil || cand.all {
-		t.Fatalf("the default policy reads the whole candidate: %v", p.shape.paths(""))
+		t.Fatalf("the default policy reads the whole candidate: %v", shape.paths(""))
 	}
 	for _, unread := range []string{"id", "slotId", "status", "createdAt", "actor", "metadata", "decision", "review"} {
 		if cand.has(unread) {
@@ -92,21 +128,37 @@ func TestDefaultPolicyReadsLittleOfTheInput(t *testing.T) {
 		}
 	}
 	// The slot's other versions are compared on their value and text only.
-	for _, part := range []*inputShape{p.shape.field("current"), p.shape.field("pending").element()} {
+	for _, part := range []*inputShape{shape.field("current"), shape.field("pending").element()} {
 		if part == nil || part.all || part.has("decision") || part.has("summary") || !part.has("text_norm") {
-			t.Errorf("a version of the slot is read beyond its value and text: %v", p.shape.paths(""))
+			t.Errorf("a version of the slot is read beyond its value and text: %v", shape.paths(""))
 		}
+	}
+	// Placing a text reads neither the slot's versions nor the secret
+	// patterns; deciding reads no capture.
+	place := p.place.shape
+	if place.has("current") || place.has("pending") {
+		t.Errorf("placement reads the slot's versions: %v", place.paths(""))
+	}
+	if p.place.features == nil || slices.ContainsFunc(p.place.features.patterns, func(pf patternFeature) bool { return p.features.names[pf.id] == "secret" }) {
+		t.Errorf("placement computes the secret patterns or no text facts at all")
+	}
+	if p.decision.features == nil || len(p.decision.features.captures) != 0 {
+		t.Errorf("the decision computes captures or no text facts at all")
 	}
 }
 
 // TestPrunedInputDecidesTheSame evaluates every realistic write with the
-// default policy's shape and with the whole input: the decisions and
-// placements must be identical.
+// input each query of the default policy reads and with the whole input
+// (every field, every text fact): the decisions and placements must be
+// identical.
 func TestPrunedInputDecidesTheSame(t *testing.T) {
 	ctx := context.Background()
 	p := compileDefault(t)
 	whole := *p
-	whole.shape = fullShape
+	whole.decision.shape, whole.decision.features = fullShape, p.features
+	wholePlace := *p.place
+	wholePlace.shape, wholePlace.features = fullShape, p.features
+	whole.place = &wholePlace
 	calls := benchInputs(t)
 	for i, call := range calls {
 		var got, want string
