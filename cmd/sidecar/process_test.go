@@ -9,14 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,88 +43,24 @@ func sidecarBinary(t *testing.T) string {
 	return binPath
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// proc is one running sidecar process.
+// proc is one running sidecar process, started through bench/sidecar as
+// the benchmark and crash tools start it.
 type proc struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	agent  string
-	admin  string
-	token  string
-	logs   *syncBuffer
-	waited chan struct{}
-}
-
-// syncBuffer collects the process's output; the test reads it while the
-// process still writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	*sidecar.Process
+	t *testing.T
 }
 
 const testToken = "test-admin-token"
 
 func startSidecar(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
-	p := &proc{t: t, agent: "http://" + freeAddr(t), admin: "http://" + freeAddr(t), token: testToken,
-		logs: &syncBuffer{}, waited: make(chan struct{})}
-	p.cmd = exec.Command(sidecarBinary(t), "--data-dir", dataDir,
-		"--listen", strings.TrimPrefix(p.agent, "http://"), "--admin-listen", strings.TrimPrefix(p.admin, "http://"))
-	p.cmd.Env = append(os.Environ(), append([]string{"MEMGATE_ADMIN_TOKEN=" + testToken}, extraEnv...)...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	if err := p.cmd.Start(); err != nil {
+	p, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBinary(t), DataDir: dataDir,
+		Token: testToken, Env: extraEnv})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { p.cmd.Wait(); close(p.waited) }()
-	t.Cleanup(p.kill)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(p.admin + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		select {
-		case <-p.waited:
-			t.Fatalf("sidecar exited before ready:\n%s", p.logs)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sidecar not ready after 30s:\n%s", p.logs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// kill sends SIGKILL: no shutdown hook runs, as in a crash.
-func (p *proc) kill() {
-	if p.cmd.Process != nil {
-		p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.waited
-	}
+	t.Cleanup(p.Kill) // SIGKILL: no shutdown hook runs, as in a crash
+	return &proc{Process: p, t: t}
 }
 
 // do sends a JSON request and decodes the JSON answer; it returns the status.
@@ -139,8 +72,8 @@ func (p *proc) do(method, url string, body any, out any) int {
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
-	if strings.HasPrefix(url, p.admin) {
-		req.Header.Set("Authorization", "Bearer "+p.token)
+	if strings.HasPrefix(url, p.Admin) {
+		req.Header.Set("Authorization", "Bearer "+p.Token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -182,7 +115,7 @@ func TestRestartAfterSIGKILLKeepsEverythingAcknowledged(t *testing.T) {
 	// Task checkpoints apply at once (201); strategy constraints park (202).
 	for i := range 20 {
 		var r wireRecord
-		code := p.do("POST", p.agent+"/api/v1/memories", map[string]any{
+		code := p.do("POST", p.Agent+"/api/v1/memories", map[string]any{
 			"layer": "checkpoint", "subjectId": "task-7", "factType": fmt.Sprintf("step.%d", i),
 			"summary": fmt.Sprintf("step %d of the migration is done", i),
 			"actor":   map[string]string{"agentId": "agent-1", "runId": "run-1"},
@@ -195,49 +128,49 @@ func TestRestartAfterSIGKILLKeepsEverythingAcknowledged(t *testing.T) {
 	var parked []wireRecord
 	for _, s := range []string{"auto-publish is disabled for project alpha", "deploys to production need manual confirmation", "only the data team may modify the billing tables"} {
 		var r wireRecord
-		code := p.do("POST", p.agent+"/api/v1/memories", map[string]any{
+		code := p.do("POST", p.Agent+"/api/v1/memories", map[string]any{
 			"layer": "policy", "subjectId": "project-alpha", "summary": s,
 			"actor": map[string]string{"agentId": "agent-1", "runId": "run-1"},
 		}, &r)
 		if code != http.StatusAccepted || r.Status != "pending_review" {
-			t.Fatalf("policy write: %d %+v\n%s", code, r, p.logs)
+			t.Fatalf("policy write: %d %+v\n%s", code, r, p.Logs())
 		}
 		parked = append(parked, r)
 	}
 	var approved, rejected wireRecord
-	if code := p.do("POST", p.admin+"/admin/v1/reviews/"+parked[0].ID+"/approve", map[string]string{"note": "ok"}, &approved); code != 200 || approved.Status != "active" {
+	if code := p.do("POST", p.Admin+"/admin/v1/reviews/"+parked[0].ID+"/approve", map[string]string{"note": "ok"}, &approved); code != 200 || approved.Status != "active" {
 		t.Fatalf("approve: %d %+v", code, approved)
 	}
-	if code := p.do("POST", p.admin+"/admin/v1/reviews/"+parked[1].ID+"/reject", map[string]string{"reason": "no"}, &rejected); code != 200 || rejected.Status != "rejected" {
+	if code := p.do("POST", p.Admin+"/admin/v1/reviews/"+parked[1].ID+"/reject", map[string]string{"reason": "no"}, &rejected); code != 200 || rejected.Status != "rejected" {
 		t.Fatalf("reject: %d %+v", code, rejected)
 	}
 	acked = append(acked, ack{parked[0].ID, "active"}, ack{parked[1].ID, "rejected"}, ack{parked[2].ID, "pending_review"})
 
-	p.kill()
+	p.Kill()
 	p = startSidecar(t, dataDir)
 
 	for _, a := range acked {
 		var r wireRecord
-		if code := p.do("GET", p.agent+"/api/v1/memories/"+a.id, nil, &r); code != 200 || r.Status != a.status {
+		if code := p.do("GET", p.Agent+"/api/v1/memories/"+a.id, nil, &r); code != 200 || r.Status != a.status {
 			t.Fatalf("after SIGKILL and restart %s is %d %q, want %q", a.id, code, r.Status, a.status)
 		}
 	}
 	var q struct {
 		Reviews []struct{ Record wireRecord } `json:"reviews"`
 	}
-	p.do("GET", p.admin+"/admin/v1/reviews", nil, &q)
+	p.do("GET", p.Admin+"/admin/v1/reviews", nil, &q)
 	if len(q.Reviews) != 1 || q.Reviews[0].Record.ID != parked[2].ID {
 		t.Fatalf("review queue after restart: %+v, want only %s", q.Reviews, parked[2].ID)
 	}
 	var r wireRecord
-	p.do("GET", p.agent+"/api/v1/memories/"+parked[0].ID, nil, &r)
+	p.do("GET", p.Agent+"/api/v1/memories/"+parked[0].ID, nil, &r)
 	if r.Review == nil || r.Review.Outcome != "approved" {
 		t.Fatalf("approval decision lost: %+v", r.Review)
 	}
 	var list struct {
 		Count int `json:"count"`
 	}
-	p.do("GET", p.agent+"/api/v1/memories?subjectId=task-7", nil, &list)
+	p.do("GET", p.Agent+"/api/v1/memories?subjectId=task-7", nil, &list)
 	if list.Count != 20 {
 		t.Fatalf("%d active checkpoints after restart, want 20", list.Count)
 	}
@@ -256,8 +189,8 @@ func TestMem0AddSurvivesSIGKILLUnderGroupCommit(t *testing.T) {
 	}
 	dataDir := t.TempDir()
 	p := startSidecar(t, dataDir)
-	if !strings.Contains(p.logs.String(), "durability=group-commit") {
-		t.Fatalf("the binary does not run group commit by default:\n%s", p.logs)
+	if !strings.Contains(p.Logs(), "durability=group-commit") {
+		t.Fatalf("the binary does not run group commit by default:\n%s", p.Logs())
 	}
 
 	type added struct{ event, memory string }
@@ -269,7 +202,7 @@ func TestMem0AddSurvivesSIGKILLUnderGroupCommit(t *testing.T) {
 			for i := range each {
 				body, _ := json.Marshal(map[string]any{"user_id": fmt.Sprintf("user-%d", w), "infer": false,
 					"messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("I keep plant number %d on the windowsill", i)}}})
-				resp, err := http.Post(p.agent+"/v3/memories/add/", "application/json", bytes.NewReader(body))
+				resp, err := http.Post(p.Agent+"/v3/memories/add/", "application/json", bytes.NewReader(body))
 				if err != nil {
 					t.Error(err)
 					return
@@ -296,7 +229,7 @@ func TestMem0AddSurvivesSIGKILLUnderGroupCommit(t *testing.T) {
 		t.FailNow()
 	}
 
-	p.kill()
+	p.Kill()
 	p = startSidecar(t, dataDir)
 
 	for _, as := range acked {
@@ -304,13 +237,13 @@ func TestMem0AddSurvivesSIGKILLUnderGroupCommit(t *testing.T) {
 			var ev struct {
 				Status string `json:"status"`
 			}
-			if code := p.do("GET", p.agent+"/v1/event/"+a.event+"/", nil, &ev); code != 200 || ev.Status != "SUCCEEDED" {
+			if code := p.do("GET", p.Agent+"/v1/event/"+a.event+"/", nil, &ev); code != 200 || ev.Status != "SUCCEEDED" {
 				t.Errorf("after SIGKILL and restart event %s is %d %q, want 200 SUCCEEDED", a.event, code, ev.Status)
 			}
 			var m struct {
 				ID string `json:"id"`
 			}
-			if code := p.do("GET", p.agent+"/v1/memories/"+a.memory+"/", nil, &m); code != 200 || m.ID != a.memory {
+			if code := p.do("GET", p.Agent+"/v1/memories/"+a.memory+"/", nil, &m); code != 200 || m.ID != a.memory {
 				t.Errorf("after SIGKILL and restart memory %s is %d %+v", a.memory, code, m)
 			}
 		}
@@ -323,7 +256,7 @@ func TestAgentListenerCannotGovern(t *testing.T) {
 	}
 	p := startSidecar(t, t.TempDir())
 	var r wireRecord
-	p.do("POST", p.agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": "project-alpha",
+	p.do("POST", p.Agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": "project-alpha",
 		"summary": "auto-publish is enabled for project alpha"}, &r)
 	if r.Status != "pending_review" {
 		t.Fatalf("policy write is %q, want pending_review", r.Status)
@@ -336,7 +269,7 @@ func TestAgentListenerCannotGovern(t *testing.T) {
 		{"POST", "/admin/v1/memories/" + r.ID + "/rollback"},
 		{"POST", "/admin/v1/quarantine"},
 	} {
-		req, _ := http.NewRequest(c.method, p.agent+c.path, strings.NewReader(`{}`))
+		req, _ := http.NewRequest(c.method, p.Agent+c.path, strings.NewReader(`{}`))
 		req.Header.Set("Authorization", "Bearer "+testToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -348,7 +281,7 @@ func TestAgentListenerCannotGovern(t *testing.T) {
 		}
 	}
 	// The admin listener needs the token.
-	req, _ := http.NewRequest("POST", p.admin+"/admin/v1/reviews/"+r.ID+"/approve", strings.NewReader(`{}`))
+	req, _ := http.NewRequest("POST", p.Admin+"/admin/v1/reviews/"+r.ID+"/approve", strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer wrong")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -359,7 +292,7 @@ func TestAgentListenerCannotGovern(t *testing.T) {
 		t.Fatalf("approve with a wrong token: %d, want 401", resp.StatusCode)
 	}
 	var after wireRecord
-	p.do("GET", p.agent+"/api/v1/memories/"+r.ID, nil, &after)
+	p.do("GET", p.Agent+"/api/v1/memories/"+r.ID, nil, &after)
 	if after.Status != "pending_review" {
 		t.Fatalf("the write was decided through a refused call: %q", after.Status)
 	}
@@ -382,7 +315,7 @@ func TestPolicyDirReloadsWithoutRestart(t *testing.T) {
 	p := startSidecar(t, t.TempDir(), "MEMGATE_POLICY_DIR="+policyDir)
 	write := func() wireRecord {
 		var r wireRecord
-		p.do("POST", p.agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": "project-alpha", "summary": "auto-publish is enabled"}, &r)
+		p.do("POST", p.Agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": "project-alpha", "summary": "auto-publish is enabled"}, &r)
 		return r
 	}
 	if r := write(); r.Status != "active" {
@@ -392,7 +325,7 @@ func TestPolicyDirReloadsWithoutRestart(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for write().Status != "pending_review" {
 		if time.Now().After(deadline) {
-			t.Fatalf("the changed policy was not picked up:\n%s", p.logs)
+			t.Fatalf("the changed policy was not picked up:\n%s", p.Logs())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -400,16 +333,16 @@ func TestPolicyDirReloadsWithoutRestart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(policyDir, "policy.rego"), []byte("package memgate\n\ndecision := {"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for !strings.Contains(p.logs.String(), "policy refused") {
+	for !strings.Contains(p.Logs(), "policy refused") {
 		if time.Now().After(deadline) {
-			t.Fatalf("the broken policy was not refused:\n%s", p.logs)
+			t.Fatalf("the broken policy was not refused:\n%s", p.Logs())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if r := write(); r.Status != "pending_review" {
 		t.Fatalf("after a broken reload a write is %q, want the previous policy (review)", r.Status)
 	}
-	resp, err := http.Get(p.admin + "/metrics")
+	resp, err := http.Get(p.Admin + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
