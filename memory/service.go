@@ -642,21 +642,31 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 		return nil, Errorf(EINVALID, "quarantine needs a runId or an actorId")
 	}
 	bySlot := map[string]map[string]bool{}
+	add := func(recID, slotID string) bool {
+		if bySlot[slotID] == nil {
+			bySlot[slotID] = map[string]bool{}
+		}
+		bySlot[slotID][recID] = true
+		return true
+	}
 	err := g.store.View(ctx, func(tx ReadTx) error {
-		return tx.ScanByActor(kind, id, func(r *Record) bool {
-			if bySlot[r.SlotID] == nil {
-				bySlot[r.SlotID] = map[string]bool{}
-			}
-			bySlot[r.SlotID][r.ID] = true
-			return true
-		})
+		// Only the slot of each record is needed here; the batches read
+		// the records again under their locks.
+		if sc, ok := tx.(ActorSlotScanner); ok {
+			return sc.ScanActorSlots(kind, id, add)
+		}
+		return tx.ScanByActor(kind, id, func(r *Record) bool { return add(r.ID, r.SlotID) })
 	})
+	if err != nil {
+		return nil, err
+	}
+	points, err := g.rollbackPoints(ctx, bySlot)
 	if err != nil {
 		return nil, err
 	}
 	// A record approved as append moved to its own slot; the index still
 	// finds it by id, and loading it inside the batch sees its current slot.
-	res, err := g.bulk(ctx, slices.Collect(maps.Keys(bySlot)), func(tx Tx, slotID string, now time.Time, res *BulkResult) error {
+	res, err := g.bulk(ctx, slices.Collect(maps.Keys(bySlot)), points, func(tx Tx, slotID string, now time.Time, res *BulkResult) error {
 		return g.quarantineSlot(tx, slotID, bySlot[slotID], res, reason, by, now)
 	})
 	if err != nil {
@@ -678,7 +688,7 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 }
 
 func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res *BulkResult, reason, by string, now time.Time) error {
-	st, err := loadSlot(tx, slotID)
+	st, err := loadHead(tx, slotID)
 	if err != nil {
 		return err
 	}
@@ -751,8 +761,8 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 	if err != nil {
 		return nil, err
 	}
-	res, err := g.bulk(ctx, slots, func(tx Tx, slotID string, now time.Time, res *BulkResult) error {
-		st, err := loadSlot(tx, slotID)
+	res, err := g.bulk(ctx, slots, nil, func(tx Tx, slotID string, now time.Time, res *BulkResult) error {
+		st, err := loadHead(tx, slotID)
 		if err != nil {
 			return err
 		}
@@ -783,14 +793,15 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 }
 
 // bulk runs fn for each slot, batching slots into transactions, and
-// returns what the committed batches did. fn records into the result it is
+// returns what the committed batches did. points are rollback points read
+// beforehand, which fn's reads of them get instead of a read of the store. fn records into the result it is
 // given, which counts only once its transaction commits: a transaction
 // retried after a conflict, or split because it was too big, runs fn again.
 // Batches run on up to GOMAXPROCS goroutines, each owning the slots of some
 // lock stripes, so they never wait for one another and one's CPU work
 // overlaps another's fsync; each slot still changes atomically. On an
 // error it returns what committed before it.
-func (g *Governor) bulk(ctx context.Context, slots []string, fn func(tx Tx, slotID string, now time.Time, res *BulkResult) error) (*BulkResult, error) {
+func (g *Governor) bulk(ctx context.Context, slots []string, points map[string]*RollbackPoint, fn func(tx Tx, slotID string, now time.Time, res *BulkResult) error) (*BulkResult, error) {
 	total := newBulkResult()
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(slots)/g.batch))
 	parts := make([][]string, workers)
@@ -806,7 +817,7 @@ func (g *Governor) bulk(ctx context.Context, slots []string, fn func(tx Tx, slot
 			for len(part) > 0 {
 				n := min(g.batch, len(part))
 				for {
-					res, err := g.bulkBatch(ctx, part[:n], fn)
+					res, err := g.bulkBatch(ctx, part[:n], points, fn)
 					if errors.Is(err, ErrTxnTooBig) && n > 1 {
 						n /= 2
 						continue
@@ -829,21 +840,230 @@ func (g *Governor) bulk(ctx context.Context, slots []string, fn func(tx Tx, slot
 	return total, err
 }
 
-func (g *Governor) bulkBatch(ctx context.Context, slots []string, fn func(Tx, string, time.Time, *BulkResult) error) (*BulkResult, error) {
+func (g *Governor) bulkBatch(ctx context.Context, slots []string, points map[string]*RollbackPoint, fn func(Tx, string, time.Time, *BulkResult) error) (*BulkResult, error) {
 	unlock := g.lock(slots...)
 	defer unlock()
 	now := g.now()
 	var res *BulkResult
 	err := g.store.Update(ctx, func(tx Tx) error {
 		res = newBulkResult() // an attempt that does not commit leaves nothing behind
+		btx := newBatchTx(tx, points)
 		for _, s := range slots {
-			if err := fn(tx, s, now, res); err != nil {
+			if err := fn(btx, s, now, res); err != nil {
+				return fmt.Errorf("slot %s: %w", s, err)
+			}
+			if err := btx.flush(); err != nil {
 				return fmt.Errorf("slot %s: %w", s, err)
 			}
 		}
 		return nil
 	})
 	return res, err
+}
+
+// loadHead is loadSlot without the pending writes, which undoing versions
+// does not look at (Rollback, Retract and Reject decide on the slot and
+// its head): quarantine and restore skip a prefix scan per slot. A
+// concurrent park still conflicts on the slot key, which both write.
+func loadHead(tx ReadTx, slotID string) (SlotState, error) {
+	var st SlotState
+	slot, err := tx.Slot(slotID)
+	if ErrorCode(err) == ENOTFOUND {
+		return st, nil
+	} else if err != nil {
+		return st, err
+	}
+	st.Slot = slot
+	if slot.Head != "" {
+		if st.Head, err = tx.Record(slot.Head); err != nil {
+			return st, fmt.Errorf("slot %s head: %w", slotID, err)
+		}
+	}
+	return st, nil
+}
+
+// RecordReplacer is implemented by transactions that can write a record
+// over its stored version when the caller read that version in the same
+// transaction; PutRecord reads and decodes it again to keep indexes in step.
+type RecordReplacer interface {
+	ReplaceRecord(old, cur *Record) error
+}
+
+// ActorSlotScanner is implemented by read transactions that can list the
+// records of a run/session (kind "run") or agent/user (kind "actor") with
+// their slot ids, oldest first, without decoding each record.
+type ActorSlotScanner interface {
+	ScanActorSlots(kind, id string, fn func(recordID, slotID string) bool) error
+}
+
+// batchTx is the transaction of a quarantine or restore batch as one
+// slot's steps see it. Undoing a slot reads and rewrites the same slot and
+// records several times (undo the head, restore the version before, undo
+// that too, bump the slot). batchTx answers repeated reads of a record or
+// slot from what it read or was given, and writes each one once, in flush,
+// over the version it read, so the store neither reads it again nor
+// encodes the states in between. The final keys and indexes are the same:
+// each index follows a record's status, and only the last status counts.
+//
+// Other reads (scans) go to the store and see buffered writes only once
+// flushed; the bulk steps make none between flushes, and the slot-local
+// scans flush first to be safe.
+type batchTx struct {
+	Tx
+	records map[string]*batchRecord
+	slots   map[string]*batchSlot
+	points  map[string]*RollbackPoint // read beforehand (see rollbackPoints); shared, read only
+}
+
+type batchRecord struct {
+	old   *Record // as stored when first read; a copy, so callers cannot change it
+	cur   *Record // as read, or as last written
+	known bool    // old was read in this transaction (else PutRecord reads it)
+	dirty bool
+}
+
+type batchSlot struct {
+	cur   *Slot
+	dirty bool
+}
+
+func newBatchTx(tx Tx, points map[string]*RollbackPoint) *batchTx {
+	return &batchTx{Tx: tx, records: map[string]*batchRecord{}, slots: map[string]*batchSlot{}, points: points}
+}
+
+func (b *batchTx) RollbackPoint(id string) (*RollbackPoint, error) {
+	if p, ok := b.points[id]; ok {
+		return p, nil
+	}
+	return b.Tx.RollbackPoint(id)
+}
+
+// rollbackPoints reads the rollback points of the records a quarantine
+// undoes, before its batches start: in id order, so neighbouring reads
+// share Badger's blocks, which a batch reading them slot by slot would
+// each load, and on up to GOMAXPROCS snapshots at once. A rollback point
+// never changes once written, so a batch may use one read in any snapshot;
+// records never applied have none.
+func (g *Governor) rollbackPoints(ctx context.Context, bySlot map[string]map[string]bool) (map[string]*RollbackPoint, error) {
+	var ids []string
+	for _, recs := range bySlot {
+		for id := range recs {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(ids)/256))
+	found := make([][]*RollbackPoint, parts)
+	eg, ctx := errgroup.WithContext(ctx)
+	for w := range parts {
+		eg.Go(func() error {
+			return g.store.View(ctx, func(tx ReadTx) error {
+				for _, id := range ids[w*len(ids)/parts : (w+1)*len(ids)/parts] {
+					p, err := tx.RollbackPoint(RollbackPointID(id))
+					if ErrorCode(err) == ENOTFOUND {
+						continue
+					} else if err != nil {
+						return fmt.Errorf("rollback point of %s: %w", id, err)
+					}
+					found[w] = append(found[w], p)
+				}
+				return nil
+			})
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	points := make(map[string]*RollbackPoint, len(ids))
+	for _, ps := range found {
+		for _, p := range ps {
+			points[p.ID] = p
+		}
+	}
+	return points, nil
+}
+
+func (b *batchTx) Record(id string) (*Record, error) {
+	if e, ok := b.records[id]; ok {
+		return e.cur, nil
+	}
+	r, err := b.Tx.Record(id)
+	if err != nil {
+		return nil, err
+	}
+	old := *r
+	b.records[id] = &batchRecord{old: &old, cur: r, known: true}
+	return r, nil
+}
+
+func (b *batchTx) Slot(id string) (*Slot, error) {
+	if e, ok := b.slots[id]; ok {
+		return e.cur, nil
+	}
+	s, err := b.Tx.Slot(id)
+	if err != nil {
+		return nil, err
+	}
+	b.slots[id] = &batchSlot{cur: s}
+	return s, nil
+}
+
+func (b *batchTx) PutRecord(r *Record) error {
+	e, ok := b.records[r.ID]
+	if !ok {
+		e = &batchRecord{}
+		b.records[r.ID] = e
+	}
+	e.cur, e.dirty = r, true
+	return nil
+}
+
+func (b *batchTx) PutSlot(s *Slot) error {
+	b.slots[s.ID] = &batchSlot{cur: s, dirty: true}
+	return nil
+}
+
+func (b *batchTx) SlotRecords(slotID string) ([]*Record, error) {
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	return b.Tx.SlotRecords(slotID)
+}
+
+func (b *batchTx) SlotPending(slotID string) ([]*Record, error) {
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	return b.Tx.SlotPending(slotID)
+}
+
+// flush writes what changed since the last flush and forgets what it read.
+func (b *batchTx) flush() error {
+	rr, canReplace := b.Tx.(RecordReplacer)
+	for _, e := range b.records {
+		if !e.dirty {
+			continue
+		}
+		var err error
+		if e.known && canReplace {
+			err = rr.ReplaceRecord(e.old, e.cur)
+		} else {
+			err = b.Tx.PutRecord(e.cur)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, e := range b.slots {
+		if e.dirty {
+			if err := b.Tx.PutSlot(e.cur); err != nil {
+				return err
+			}
+		}
+	}
+	clear(b.records)
+	clear(b.slots)
+	return nil
 }
 
 func newBulkResult() *BulkResult {

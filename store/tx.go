@@ -249,6 +249,13 @@ func (t *tx) PutRecord(r *memory.Record) error {
 	} else if err != nil {
 		return err
 	}
+	return t.putRecord(old, r)
+}
+
+// putRecord writes r over old, its stored version (nil if new), keeping
+// every index in step; ReplaceRecord (bulk.go) calls it with an old
+// version its caller already read.
+func (t *tx) putRecord(old, r *memory.Record) error {
 	if old == nil {
 		for _, k := range actorKeys(r) {
 			if err := t.set(k, nil); err != nil {
