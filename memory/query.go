@@ -73,6 +73,41 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	words := strings.Fields(strings.ToLower(f.Query))
 	out := []*Record{}
 	err := g.store.View(ctx, func(tx ReadTx) error {
+		if c, ok := tx.(ActiveCache); ok {
+			part, ok, err := c.CachedActive(ctx, f.SubjectID, f.Scope)
+			if err != nil {
+				return err
+			}
+			if ok {
+				// The cache may hold a commit newer than this snapshot:
+				// each hit is checked on its record.
+				var err error
+				hit := func(i int) bool {
+					e := part.Entries[i]
+					if !f.matchEntry(e, words) {
+						return true
+					}
+					var r *Record
+					if r, err = activeRecord(tx, e.ID); err != nil {
+						return false
+					}
+					if r != nil && f.Match(r, words) {
+						out = append(out, r)
+					}
+					return f.Limit <= 0 || len(out) < f.Limit
+				}
+				if len(words) > 0 {
+					partTextOf(part).holding(words[0], hit)
+				} else {
+					for i := range part.Entries {
+						if !hit(i) {
+							break
+						}
+					}
+				}
+				return err
+			}
+		}
 		if ix, ok := tx.(ActiveIndex); ok {
 			// Test the filter on the index first: decoding every record of
 			// a large subject costs far more than the few that match.
@@ -103,12 +138,15 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 // ActiveView reads the active layer inside one snapshot (ViewActive): a
 // caller that ranks many records (the Mem0 search) tests and scores what
 // the index of active records holds and loads only the records it returns.
-type ActiveView struct{ tx ReadTx }
+type ActiveView struct {
+	ctx context.Context
+	tx  ReadTx
+}
 
 // ViewActive runs fn with a view of the active layer in one snapshot. The
 // view is valid only during fn.
 func (g *Governor) ViewActive(ctx context.Context, fn func(ActiveView) error) error {
-	return g.store.View(ctx, func(tx ReadTx) error { return fn(ActiveView{tx: tx}) })
+	return g.store.View(ctx, func(tx ReadTx) error { return fn(ActiveView{ctx: ctx, tx: tx}) })
 }
 
 // Scan calls fn with the entry of every active record passing f (its
@@ -116,10 +154,36 @@ func (g *Governor) ViewActive(ctx context.Context, fn func(ActiveView) error) er
 // error. Where the store's index holds no fields for a record, the record
 // is loaded and the entry built from it.
 func (v ActiveView) Scan(f ListFilter, fn func(ActiveEntry) (bool, error)) error {
+	return v.ScanEntries(f, func(e *ActiveEntry) (bool, error) { return fn(*e) })
+}
+
+// ScanEntries is Scan passing entries by reference: from a store's cache
+// (ActiveCache) they come with Lower and Memo and without copies. fn may
+// keep them and must not change them. An entry from the cache may name a
+// record committed after this view's snapshot, or no longer active in it:
+// load the records returned with Active.
+func (v ActiveView) ScanEntries(f ListFilter, fn func(*ActiveEntry) (bool, error)) error {
 	if f.Layer != "" && !f.Layer.Valid() {
 		return Errorf(EINVALID, "unknown layer %q", f.Layer)
 	}
 	words := strings.Fields(strings.ToLower(f.Query))
+	if c, ok := v.tx.(ActiveCache); ok {
+		part, ok, err := c.CachedActive(v.ctx, f.SubjectID, f.Scope)
+		if err != nil {
+			return err
+		}
+		if ok {
+			for _, e := range part.Entries {
+				if !f.matchEntry(e, words) {
+					continue
+				}
+				if more, err := fn(e); err != nil || !more {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	if ix, ok := v.tx.(ActiveIndex); ok {
 		return ix.ScanActiveEntries(f.SubjectID, func(e ActiveEntry, indexed bool) (bool, error) {
 			if !indexed {
@@ -129,10 +193,10 @@ func (v ActiveView) Scan(f ListFilter, fn func(ActiveEntry) (bool, error)) error
 				}
 				e = activeEntry(r)
 			}
-			if !f.Match(&Record{SubjectID: e.SubjectID, Layer: e.Layer, Scope: e.Scope, Summary: e.Summary}, words) {
+			if !f.matchEntry(&e, words) {
 				return true, nil
 			}
-			return fn(e)
+			return fn(&e)
 		})
 	}
 	var err error
@@ -141,7 +205,8 @@ func (v ActiveView) Scan(f ListFilter, fn func(ActiveEntry) (bool, error)) error
 			return true
 		}
 		var more bool
-		more, err = fn(activeEntry(r))
+		e := activeEntry(r)
+		more, err = fn(&e)
 		return more && err == nil
 	})
 	if err != nil {
@@ -150,11 +215,73 @@ func (v ActiveView) Scan(f ListFilter, fn func(ActiveEntry) (bool, error)) error
 	return serr
 }
 
-// Record loads a record by id (one the scan passed is active).
+// Part returns the store's cached part of the index (ActiveCache) when f
+// selects exactly its entries: those of one subject, or of one entity id,
+// with no other condition. ok is false otherwise, or when the store keeps
+// no such part: Scan then. The entries come as ScanEntries passes them.
+func (v ActiveView) Part(f ListFilter) (ActivePart, bool, error) {
+	c, ok := v.tx.(ActiveCache)
+	if !ok || f.Layer != "" || strings.TrimSpace(f.Query) != "" {
+		return ActivePart{}, false, nil
+	}
+	n := 0
+	for _, id := range []string{f.SubjectID, f.Scope.UserID, f.Scope.AgentID, f.Scope.AppID, f.Scope.RunID} {
+		if id != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return ActivePart{}, false, nil
+	}
+	return c.CachedActive(v.ctx, f.SubjectID, f.Scope)
+}
+
+// Record loads a record by id.
 func (v ActiveView) Record(id string) (*Record, error) { return v.tx.Record(id) }
 
+// Active loads a record by id if it is active in the view's snapshot, and
+// returns nil if it is not (or not there).
+func (v ActiveView) Active(id string) (*Record, error) { return activeRecord(v.tx, id) }
+
+func activeRecord(tx ReadTx, id string) (*Record, error) {
+	r, err := tx.Record(id)
+	if ErrorCode(err) == ENOTFOUND {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if r.Status != StatusActive {
+		return nil, nil
+	}
+	return r, nil
+}
+
+// matchEntry is Match on an index entry: the fields it holds.
+func (f *ListFilter) matchEntry(e *ActiveEntry, words []string) bool {
+	if f.SubjectID != "" && e.SubjectID != f.SubjectID {
+		return false
+	}
+	if f.Layer != "" && e.Layer != f.Layer {
+		return false
+	}
+	if (f.Scope.UserID != "" && f.Scope.UserID != e.Scope.UserID) || (f.Scope.AgentID != "" && f.Scope.AgentID != e.Scope.AgentID) ||
+		(f.Scope.AppID != "" && f.Scope.AppID != e.Scope.AppID) || (f.Scope.RunID != "" && f.Scope.RunID != e.Scope.RunID) {
+		return false
+	}
+	if len(words) > 0 {
+		text := lower(e)
+		for _, w := range words {
+			if !strings.Contains(text, w) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func activeEntry(r *Record) ActiveEntry {
-	return ActiveEntry{ID: r.ID, SubjectID: r.SubjectID, Layer: r.Layer, Scope: r.Scope, Summary: r.Summary}
+	return ActiveEntry{ID: r.ID, SubjectID: r.SubjectID, Layer: r.Layer, Scope: r.Scope, Summary: r.Summary,
+		CreatedAt: r.CreatedAt, ActivatedAt: r.ActivatedAt}
 }
 
 // History returns every version of a slot, oldest first, pending and

@@ -37,6 +37,9 @@ type Options struct {
 	MemTableSize int64
 	// BlockCacheSize bounds the block cache (Badger's default: 256 MB).
 	BlockCacheSize int64
+	// ActiveCacheBytes bounds the in-memory cache of the index of active
+	// records searches read (activecache.go): 0 means 16 MB, negative off.
+	ActiveCacheBytes int64
 }
 
 // Store is a Badger-backed memory.Store.
@@ -47,6 +50,7 @@ type Store struct {
 	// that shares its syncs; both nil otherwise.
 	logs  *logSyncer
 	group *groupCommit
+	cache *activeCache // nil when off
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -85,6 +89,12 @@ func Open(o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", o.Dir, err)
 	}
 	s := &Store{db: db, log: o.Logger}
+	if o.ActiveCacheBytes == 0 {
+		o.ActiveCacheBytes = activeCacheBytes
+	}
+	if o.ActiveCacheBytes > 0 {
+		s.cache = newActiveCache(db, o.ActiveCacheBytes)
+	}
 	if group {
 		if s.logs, err = newLogSyncer(o.Dir); err != nil {
 			db.Close()
@@ -155,9 +165,10 @@ func (s *Store) Update(ctx context.Context, fn func(memory.Tx) error) error {
 			return fmt.Errorf("store: update: %w", err)
 		}
 		txn := s.db.NewTransaction(true)
-		err := fn(&tx{txn: txn, logs: s.logs})
+		t := &tx{txn: txn, logs: s.logs, cache: s.cache}
+		err := fn(t)
 		if err == nil {
-			err = txn.Commit()
+			err = s.commit(t)
 		}
 		txn.Discard()
 		switch {
@@ -182,7 +193,7 @@ func (s *Store) View(ctx context.Context, fn func(memory.ReadTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
-	return s.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn}) })
+	return s.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn, cache: s.cache}) })
 }
 
 // Backup writes a full backup of the database to w (Badger's backup format).

@@ -2,9 +2,11 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
@@ -43,6 +45,10 @@ func key(parts ...string) []byte {
 type tx struct {
 	txn  *badger.Txn
 	logs *logSyncer // in group commit mode, told of values for the value log
+	// The cache of the index of active records (nil if off), and the
+	// changes this transaction made to the index, for it (activecache.go).
+	cache   *activeCache
+	changes []activeChange
 }
 
 var _ memory.Tx = (*tx)(nil)
@@ -282,23 +288,29 @@ func (t *tx) putRecord(old, r *memory.Record) error {
 		if err := t.del(key("a/", old.SubjectID, old.ID)); err != nil {
 			return err
 		}
+		t.activeChanged(old, false)
 	}
 	if r.Status == memory.StatusActive {
 		if err := t.set(key("a/", r.SubjectID, r.ID), activeValue(r)); err != nil {
 			return err
 		}
+		t.activeChanged(r, true)
 	}
 	return t.put(key("r/", r.ID), r)
 }
 
 // The index of active records (a/) holds, as the value of each key, the
-// fields a list filter tests (memory.ActiveEntry): a version byte, then
-// layer and scope ids each ended by 0x00 (ids never hold control
-// characters), then the summary. A record with a summary too long to keep
-// the value small gets an empty value, as do entries written before the
-// index held fields: readers then load the record.
+// fields a list filter tests (memory.ActiveEntry): a version byte, in
+// version 2 the record's creation and activation times (Unix nanoseconds,
+// big-endian, 0 for none), then layer and scope ids each ended by 0x00
+// (ids never hold control characters), then the summary. A record with a
+// summary too long to keep the value small gets an empty value, as do
+// entries written before the index held fields: readers then load the
+// record. Version 1, without the times, is still read, and written for a
+// time Unix nanoseconds cannot hold.
 const (
 	activeValueV1     = 1
+	activeValueV2     = 2
 	maxIndexedSummary = 2 << 10
 )
 
@@ -307,7 +319,14 @@ func activeValue(r *memory.Record) []byte {
 		return nil
 	}
 	var b bytes.Buffer
-	b.WriteByte(activeValueV1)
+	created, ok1 := unixNanos(r.CreatedAt)
+	activated, ok2 := unixNanos(r.ActivatedAt)
+	if ok1 && ok2 {
+		b.WriteByte(activeValueV2)
+		b.Write(binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(created)), uint64(activated)))
+	} else {
+		b.WriteByte(activeValueV1)
+	}
 	for _, f := range []string{string(r.Layer), r.Scope.UserID, r.Scope.AgentID, r.Scope.AppID, r.Scope.RunID} {
 		b.WriteString(f)
 		b.WriteByte(0)
@@ -316,11 +335,42 @@ func activeValue(r *memory.Record) []byte {
 	return b.Bytes()
 }
 
+// unixNanos is t in Unix nanoseconds, 0 for the zero time; ok is false
+// when they cannot hold it exactly.
+func unixNanos(t time.Time) (int64, bool) {
+	if t.IsZero() {
+		return 0, true
+	}
+	n := t.UnixNano()
+	return n, n != 0 && time.Unix(0, n).Equal(t)
+}
+
+func fromUnixNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
+}
+
+// activeValueFields returns an index value's fields after its version and
+// times, and the times (zero in version 1); ok is false for a value
+// holding no fields.
+func activeValueFields(v []byte) (fields []byte, created, activated time.Time, ok bool) {
+	switch {
+	case len(v) > 0 && v[0] == activeValueV1:
+		return v[1:], time.Time{}, time.Time{}, true
+	case len(v) >= 17 && v[0] == activeValueV2:
+		return v[17:], fromUnixNanos(int64(binary.BigEndian.Uint64(v[1:]))),
+			fromUnixNanos(int64(binary.BigEndian.Uint64(v[9:]))), true
+	}
+	return nil, time.Time{}, time.Time{}, false
+}
+
 func parseActiveValue(v []byte, e *memory.ActiveEntry) bool {
-	if len(v) == 0 || v[0] != activeValueV1 {
+	v, created, activated, ok := activeValueFields(v)
+	if !ok {
 		return false
 	}
-	v = v[1:]
 	var fields [5]string
 	for i := range fields {
 		end := bytes.IndexByte(v, 0)
@@ -332,6 +382,7 @@ func parseActiveValue(v []byte, e *memory.ActiveEntry) bool {
 	e.Layer = memory.Layer(fields[0])
 	e.Scope = memory.Scope{UserID: fields[1], AgentID: fields[2], AppID: fields[3], RunID: fields[4]}
 	e.Summary = string(v)
+	e.CreatedAt, e.ActivatedAt = created, activated
 	return true
 }
 

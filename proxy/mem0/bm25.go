@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/memgate/memgate/memory"
 )
 
 // Okapi BM25 over the memories a search may return. The corpus is small
@@ -30,12 +32,13 @@ func bm25(query []string, docs [][]string) (raw, relevance []float64) {
 // bm25Corpus gathers what BM25 needs of each document without keeping its
 // tokens: its length and how often each query term occurs in it.
 type bm25Corpus struct {
-	terms []string
-	index map[string]int // term -> position, for long queries
-	lens  []int
-	tf    []int32 // len(terms) counts per document
-	total int
-	word  []byte // scratch of addText
+	terms  []string
+	index  map[string]int // term -> position, for long queries
+	hashes []uint32       // termHash of each term, for addDoc
+	lens   []int
+	tf     []int32 // len(terms) counts per document
+	total  int
+	word   []byte // scratch of addText
 }
 
 func newBM25Corpus(terms []string) *bm25Corpus {
@@ -92,6 +95,96 @@ func (c *bm25Corpus) addText(text string) {
 	c.word = word
 }
 
+// docTerms is what BM25 needs of a document, counted once and kept with
+// an entry of the store's cache of the index (memory.Memo): its length in
+// terms, its distinct terms, a hash of each (most comparisons with a query
+// term fail on it) and how often each occurs.
+type docTerms struct {
+	n      int
+	terms  []string
+	hashes []uint32
+	counts []int32
+}
+
+// docTermsKey keys docTerms in an entry's memo.
+type docTermsKey struct{}
+
+func newDocTerms(text string) *docTerms {
+	toks := tokenize(text)
+	d := &docTerms{n: len(toks)}
+	for _, t := range toks {
+		if i := slices.Index(d.terms, t); i >= 0 {
+			d.counts[i]++
+			continue
+		}
+		d.terms = append(d.terms, t)
+		d.hashes = append(d.hashes, termHash(t))
+		d.counts = append(d.counts, 1)
+	}
+	return d
+}
+
+// termHash is FNV-1a.
+func termHash(t string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(t); i++ {
+		h = (h ^ uint32(t[i])) * 16777619
+	}
+	return h
+}
+
+// addEntry adds an entry of the index of active records by its summary,
+// through the terms counted with it if it has a memo (counting them there
+// on first use).
+func (c *bm25Corpus) addEntry(e *memory.ActiveEntry) {
+	if e.Memo == nil {
+		c.addText(e.Summary)
+		return
+	}
+	d, ok := e.Memo.Load(docTermsKey{}).(*docTerms)
+	if !ok {
+		d = newDocTerms(e.Summary)
+		e.Memo.Store(docTermsKey{}, d)
+	}
+	c.addDoc(d)
+}
+
+// addDoc adds a document by its counted terms.
+func (c *bm25Corpus) addDoc(d *docTerms) {
+	c.newDoc()
+	doc := len(c.lens) - 1
+	c.lens[doc] = d.n
+	c.total += d.n
+	tf := c.tf[doc*len(c.terms):]
+	if c.index != nil {
+		for j, t := range d.terms {
+			if i, ok := c.index[t]; ok {
+				tf[i] = d.counts[j]
+			}
+		}
+		return
+	}
+	for i, qh := range c.termHashes() {
+		for j, h := range d.hashes {
+			if h == qh && d.terms[j] == c.terms[i] {
+				tf[i] = d.counts[j]
+				break
+			}
+		}
+	}
+}
+
+// termHashes returns termHash of each query term.
+func (c *bm25Corpus) termHashes() []uint32 {
+	if c.hashes == nil {
+		c.hashes = make([]uint32, len(c.terms))
+		for i, q := range c.terms {
+			c.hashes[i] = termHash(q)
+		}
+	}
+	return c.hashes
+}
+
 func (c *bm25Corpus) newDoc() {
 	c.lens = append(c.lens, 0)
 	c.tf = append(c.tf, make([]int32, len(c.terms))...)
@@ -132,33 +225,50 @@ func (c *bm25Corpus) scores() (raw, relevance []float64) {
 			}
 		}
 	}
-	n := float64(docs)
-	avgdl := math.Max(float64(c.total)/n, 1)
-	idf := make([]float64, len(terms))
-	mass := 0.0
-	for i := range terms {
-		// The "+1" form keeps idf positive even for a term in every doc.
-		idf[i] = math.Log(1 + (n-float64(df[i])+0.5)/(float64(df[i])+0.5))
-		mass += idf[i]
-	}
+	st := newBM25Stats(df, docs, c.total)
 	for d := range docs {
-		tf := c.tf[d*len(terms) : (d+1)*len(terms)]
-		if !slices.ContainsFunc(tf, func(f int32) bool { return f > 0 }) {
-			continue // 0, as the sum below would be
-		}
-		norm := bm25K1 * (1 - bm25B + bm25B*float64(c.lens[d])/avgdl)
-		s := 0.0
-		for i := range terms {
-			if f := float64(tf[i]); f > 0 {
-				s += idf[i] * f * (bm25K1 + 1) / (f + norm)
-			}
-		}
-		raw[d] = s
-		if mass > 0 {
-			relevance[d] = math.Min(1, s/mass)
-		}
+		raw[d], relevance[d] = st.score(c.tf[d*len(terms):(d+1)*len(terms)], c.lens[d])
 	}
 	return raw, relevance
+}
+
+// bm25Stats is what scoring a document needs of the corpus: each query
+// term's idf, their sum (the query's idf mass) and the average length.
+type bm25Stats struct {
+	idf         []float64
+	mass, avgdl float64
+}
+
+// newBM25Stats takes each term's document frequency, the number of
+// documents and their total length in terms.
+func newBM25Stats(df []int, docs, total int) bm25Stats {
+	n := float64(docs)
+	st := bm25Stats{idf: make([]float64, len(df)), avgdl: math.Max(float64(total)/n, 1)}
+	for i := range df {
+		// The "+1" form keeps idf positive even for a term in every doc.
+		st.idf[i] = math.Log(1 + (n-float64(df[i])+0.5)/(float64(df[i])+0.5))
+		st.mass += st.idf[i]
+	}
+	return st
+}
+
+// score returns a document's raw score and relevance (see bm25) from the
+// counts of each query term in it and its length.
+func (st *bm25Stats) score(tf []int32, dl int) (raw, relevance float64) {
+	if !slices.ContainsFunc(tf, func(f int32) bool { return f > 0 }) {
+		return 0, 0 // as the sum below would be
+	}
+	norm := bm25K1 * (1 - bm25B + bm25B*float64(dl)/st.avgdl)
+	s := 0.0
+	for i, f := range tf {
+		if f := float64(f); f > 0 {
+			s += st.idf[i] * f * (bm25K1 + 1) / (f + norm)
+		}
+	}
+	if st.mass > 0 {
+		relevance = math.Min(1, s/st.mass)
+	}
+	return s, relevance
 }
 
 func uniq(ts []string) []string {

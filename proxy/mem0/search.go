@@ -27,82 +27,114 @@ type searchParams struct {
 // It scores what the index of active records holds (scope, layer, summary)
 // when the filter tests nothing else, and loads only the records it may
 // return: those that score above the topK-th and those tied with it, which
-// are ordered by their update times.
+// are ordered by their update times. When the filter selects exactly one
+// entity id, the store's cache of the index hands over that entity's
+// entries with their terms counted by earlier queries (searchpart.go).
 func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, error) {
 	out := []memoryJSON{}
 	if p.topK <= 0 {
 		return out, nil
 	}
 	terms := uniq(tokenize(p.query))
-	onIndex := p.filter.indexable()
 	err := h.gov.ViewActive(ctx, func(v memory.ActiveView) error {
-		c := newBM25Corpus(terms)
-		var ids []string
-		var recs []*memory.Record                            // loaded records, by document; nil until needed
-		entry := &memory.Record{Status: memory.StatusActive} // what the index holds, tested in place of the record
-		err := v.Scan(memory.ListFilter{Scope: p.filter.scope()}, func(e memory.ActiveEntry) (bool, error) {
-			var r *memory.Record
-			if onIndex {
-				entry.ID, entry.SubjectID, entry.Layer, entry.Scope, entry.Summary = e.ID, e.SubjectID, e.Layer, e.Scope, e.Summary
-				if !p.filter.match(entry) {
-					return true, nil
-				}
-			} else {
-				var err error
-				if r, err = v.Record(e.ID); err != nil {
-					return false, err
-				}
-				if r.Status != memory.StatusActive || !p.filter.match(r) {
-					return true, nil
-				}
-			}
-			c.addText(e.Summary)
-			ids = append(ids, e.ID)
-			recs = append(recs, r)
-			return true, nil
-		})
+		docs, recs, scored, err := h.score(v, p, terms)
 		if err != nil {
 			return err
 		}
-		raw, rel := c.scores()
-		// Drop what is under the threshold, keep the topK best and those
-		// tied with the last of them, then load and order these only.
-		var cands []int
-		for i := range ids {
-			if rel[i] >= p.threshold {
-				cands = append(cands, i)
+		// Drop what is under the threshold, then load the best: the topK
+		// and those tied with the last of them, whose update times order
+		// them. A cached entry may name a record this snapshot does not
+		// hold as active (a commit in flight): it is passed over.
+		var cands []docScore
+		for _, s := range scored {
+			if s.rel >= p.threshold {
+				cands = append(cands, s)
 			}
 		}
-		slices.SortFunc(cands, func(a, b int) int { return cmp.Compare(raw[b], raw[a]) })
-		if len(cands) > p.topK {
-			last := raw[cands[p.topK-1]]
-			n := p.topK
-			for n < len(cands) && raw[cands[n]] == last {
-				n++ // ties with the last place: their update times decide
+		if p.threshold <= 0 && len(cands) < p.topK && len(scored) < len(docs) {
+			// Documents sharing no term score 0 and pass too: all tie
+			// for the places left.
+			hit := make([]bool, len(docs))
+			for _, s := range scored {
+				hit[s.doc] = true
 			}
-			cands = cands[:n]
-		}
-		for _, i := range cands {
-			if recs[i] == nil {
-				if recs[i], err = v.Record(ids[i]); err != nil {
-					return err
+			for d := range docs {
+				if !hit[d] {
+					cands = append(cands, docScore{doc: d})
 				}
 			}
 		}
-		slices.SortFunc(cands, func(a, b int) int {
+		// Where the index holds every candidate's update time, the order
+		// is known before loading: the best topK are picked and loaded,
+		// unless one of them is no longer active. Otherwise all are
+		// sorted by score and the topK loaded with those tied with the
+		// last of them, whose update times order them.
+		timed := recs == nil && !slices.ContainsFunc(cands, func(c docScore) bool { return docs[c.doc].CreatedAt.IsZero() })
+		better := func(a, b docScore) int {
 			switch {
-			case a == b:
+			case a.raw != b.raw:
+				return cmp.Compare(b.raw, a.raw)
+			case !timed || a.doc == b.doc:
 				return 0
-			case raw[a] != raw[b]:
-				return cmp.Compare(raw[b], raw[a])
-			case newer(recs[a], recs[b]):
+			case newerEntry(docs[a.doc], docs[b.doc]):
+				return -1
+			}
+			return 1
+		}
+		loaded := map[int]*memory.Record{}
+		load := func(d int) (*memory.Record, error) { // nil: not active in this snapshot
+			if recs != nil {
+				return recs[d], nil
+			}
+			if r, ok := loaded[d]; ok {
+				return r, nil
+			}
+			r, err := v.Active(docs[d].ID)
+			loaded[d] = r
+			return r, err
+		}
+		var kept []docScore
+		if timed {
+			kept = bestOf(cands, p.topK, better)
+			for _, c := range kept {
+				if r, err := load(c.doc); err != nil {
+					return err
+				} else if r == nil {
+					kept = nil // a commit in flight: the slow way
+					break
+				}
+			}
+		}
+		if kept == nil {
+			slices.SortFunc(cands, better)
+			for _, c := range cands {
+				if len(kept) >= p.topK && (timed || c.raw != kept[len(kept)-1].raw) {
+					break
+				}
+				if r, err := load(c.doc); err != nil {
+					return err
+				} else if r != nil {
+					kept = append(kept, c)
+				}
+			}
+		}
+		for _, c := range kept {
+			loaded[c.doc], _ = load(c.doc)
+		}
+		slices.SortFunc(kept, func(a, b docScore) int {
+			switch {
+			case a.doc == b.doc:
+				return 0
+			case a.raw != b.raw:
+				return cmp.Compare(b.raw, a.raw)
+			case newer(loaded[a.doc], loaded[b.doc]):
 				return -1
 			}
 			return 1
 		})
-		for _, i := range cands[:min(len(cands), p.topK)] {
-			m := toMemory(recs[i])
-			score := rel[i]
+		for _, c := range kept[:min(len(kept), p.topK)] {
+			m := toMemory(loaded[c.doc])
+			score := c.rel
 			m.Score = &score
 			out = append(out, m)
 		}
@@ -112,6 +144,92 @@ func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, err
 		return nil, err
 	}
 	return out, nil
+}
+
+// score scores the documents of a search: the entries of the records the
+// filter lets through, their records too when the filter tests fields the
+// index does not hold (recs, by document; nil otherwise), and the scores
+// of those holding a query term, in document order.
+func (h *Handler) score(v memory.ActiveView, p searchParams, terms []string) (docs []*memory.ActiveEntry, recs []*memory.Record, scored []docScore, err error) {
+	onIndex := p.filter.indexable()
+	scope := p.filter.scope()
+	part, whole, err := v.Part(memory.ListFilter{Scope: scope})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if whole && onIndex && selectsScope(p.filter, scope) {
+		// The filter lets the part's entries through and nothing else.
+		return part.Entries, nil, partTermsOf(part).score(terms, p.threshold), nil
+	}
+	c := newBM25Corpus(terms)
+	entry := &memory.Record{Status: memory.StatusActive} // what the index holds, tested in place of the record
+	err = v.ScanEntries(memory.ListFilter{Scope: scope}, func(e *memory.ActiveEntry) (bool, error) {
+		var r *memory.Record
+		if onIndex {
+			entry.ID, entry.SubjectID, entry.Layer, entry.Scope, entry.Summary = e.ID, e.SubjectID, e.Layer, e.Scope, e.Summary
+			if !p.filter.match(entry) {
+				return true, nil
+			}
+		} else {
+			var err error
+			if r, err = v.Active(e.ID); err != nil {
+				return false, err
+			}
+			if r == nil || !p.filter.match(r) {
+				return true, nil
+			}
+			recs = append(recs, r)
+		}
+		c.addEntry(e)
+		docs = append(docs, e)
+		return true, nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	raw, rel := c.scores()
+	for d := range raw {
+		if raw[d] > 0 {
+			scored = append(scored, docScore{d, raw[d], rel[d]})
+		}
+	}
+	if !onIndex && recs == nil {
+		recs = []*memory.Record{} // records were tested: none to load
+	}
+	return docs, recs, scored, nil
+}
+
+// bestOf returns the n first of cands in the order cmp defines, in that
+// order, without sorting them all.
+func bestOf(cands []docScore, n int, cmp func(a, b docScore) int) []docScore {
+	best := make([]docScore, 0, min(n, len(cands))+1)
+	for _, c := range cands {
+		if len(best) == n && cmp(c, best[n-1]) >= 0 {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(best, c, cmp)
+		best = slices.Insert(best, i, c)
+		if len(best) > n {
+			best = best[:n]
+		}
+	}
+	return best
+}
+
+// newerEntry is newer on the index entries of records, which hold their
+// times.
+func newerEntry(a, b *memory.ActiveEntry) bool {
+	ta, tb := a.ActivatedAt, b.ActivatedAt
+	if ta.IsZero() {
+		ta = a.CreatedAt
+	}
+	if tb.IsZero() {
+		tb = b.CreatedAt
+	}
+	if !ta.Equal(tb) {
+		return ta.After(tb)
+	}
+	return a.ID > b.ID
 }
 
 // newer orders records newest first (ids are ULIDs, so they break ties).

@@ -1,0 +1,65 @@
+package memory
+
+import (
+	"slices"
+	"strings"
+)
+
+// partText is the lower-case summaries of the entries of a cached part
+// (ActivePart) joined by newlines: List finds the entries holding a word
+// with strings.Index over all of them, which skips the entries without it
+// far faster than testing each. A word (strings.Fields) holds no newline,
+// so no match spans two entries. It is kept in the part's memo, which the
+// store renews when the part changes.
+type partText struct {
+	text string
+	ends []int // by entry: where its text ends
+}
+
+// partTextKey keys partText in a part's memo.
+type partTextKey struct{}
+
+func partTextOf(part ActivePart) *partText {
+	if pt, ok := part.Memo.Load(partTextKey{}).(*partText); ok {
+		return pt
+	}
+	n := 0
+	for _, e := range part.Entries {
+		n += len(lower(e)) + 1
+	}
+	var b strings.Builder
+	b.Grow(n)
+	pt := &partText{ends: make([]int, len(part.Entries))}
+	for i, e := range part.Entries {
+		b.WriteString(lower(e))
+		pt.ends[i] = b.Len()
+		b.WriteByte('\n')
+	}
+	pt.text = b.String()
+	part.Memo.Store(partTextKey{}, pt)
+	return pt
+}
+
+// lower is the entry's summary in lower case.
+func lower(e *ActiveEntry) string {
+	if e.Lower == "" {
+		return strings.ToLower(e.Summary)
+	}
+	return e.Lower
+}
+
+// holding calls fn with the index of each entry whose text holds w, in
+// order, until fn returns false.
+func (pt *partText) holding(w string, fn func(i int) bool) {
+	for at := 0; at < len(pt.text); {
+		k := strings.Index(pt.text[at:], w)
+		if k < 0 {
+			return
+		}
+		i, _ := slices.BinarySearch(pt.ends, at+k) // the first entry ending at or after the match
+		if !fn(i) {
+			return
+		}
+		at = pt.ends[i] + 1
+	}
+}

@@ -1,0 +1,587 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// checkActiveCache compares every part the store's cache holds with a
+// fresh scan of Badger: a commit path that forgets to tell the cache of a
+// change of the index shows here.
+func checkActiveCache(st *Store) error {
+	c := st.cache
+	c.mu.RLock()
+	parts := map[string][]*memory.ActiveEntry{}
+	for k, p := range c.parts {
+		if !p.loading {
+			p.shared.Store(true) // as a reader: changes copy
+			parts[k] = p.entries
+		}
+	}
+	c.mu.RUnlock()
+	txn := st.db.NewTransaction(false)
+	defer txn.Discard()
+	for pk, got := range parts {
+		var want []*memory.ActiveEntry
+		err := scanActiveIndex(context.Background(), txn, pk, func(e *memory.ActiveEntry, _ uint64) bool {
+			want = append(want, e)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		if len(got) != len(want) {
+			return fmt.Errorf("part %q: %d entries cached, %d in Badger\ncached %v\nBadger %v", pk, len(got), len(want), ids(got), ids(want))
+		}
+		for i := range got {
+			g, w := got[i], want[i]
+			if g.ID != w.ID || g.SubjectID != w.SubjectID || g.Layer != w.Layer || g.Scope != w.Scope ||
+				g.Summary != w.Summary || g.Lower != w.Lower || !g.CreatedAt.Equal(w.CreatedAt) || !g.ActivatedAt.Equal(w.ActivatedAt) {
+				return fmt.Errorf("part %q, entry %d: cached %+v, Badger %+v", pk, i, *g, *w)
+			}
+		}
+	}
+	return nil
+}
+
+func ids(es []*memory.ActiveEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+// seqPolicy decides by the summary's first word; deletions apply.
+func seqPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	switch {
+	case in.Op == memory.OpDelete, strings.HasPrefix(in.Candidate.Summary, "apply"):
+		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+	case strings.HasPrefix(in.Candidate.Summary, "reject"):
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject}, nil
+	}
+	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
+}
+
+// TestActiveCacheFollowsEveryCommitPath runs random sequences of every
+// governor operation that changes the active layer (submit applying,
+// parking or rejecting, delete, approve in both modes, reject, rollback
+// with and without cascade, quarantine of a run, restore of a subject)
+// and, after each, holds every cached part to Badger and List to what
+// History says is active. Parts are loaded before the sequence and in its
+// middle; a small budget makes them come and go.
+func TestActiveCacheFollowsEveryCommitPath(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		budget int64
+		seed   uint64
+	}{
+		{"default budget", 0, 1},
+		{"default budget, another sequence", 0, 2},
+		{"budget for a few parts", 6 << 10, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := Open(Options{Dir: t.TempDir(), NoSync: true, ActiveCacheBytes: tc.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(seqPolicy), Outbox: true, BatchSlots: 3})
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(tc.seed, 0))
+			subjects := []string{"s0", "s1", "s2"}
+			users := []string{"u0", "u1"}
+			var records, parked, applied []string
+			var times []time.Time
+			var log []string
+			done := map[string]int{}
+			query := func() {
+				for _, s := range subjects {
+					if _, err := gov.List(ctx, memory.ListFilter{SubjectID: s}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for _, u := range users {
+					if _, err := gov.List(ctx, memory.ListFilter{Scope: memory.Scope{UserID: u}}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			query()
+			for step := range 300 {
+				subject := subjects[rng.IntN(len(subjects))]
+				fact := fmt.Sprintf("f%d", rng.IntN(3))
+				run := fmt.Sprintf("run%d", rng.IntN(3))
+				pick := func() string {
+					if len(records) == 0 {
+						return ""
+					}
+					return records[rng.IntN(len(records))]
+				}
+				note := func(r *memory.Record) {
+					if r != nil && !slices.Contains(records, r.ID) {
+						records = append(records, r.ID)
+						times = append(times, r.CreatedAt)
+					}
+					if r != nil && r.Status == memory.StatusPending {
+						parked = append(parked, r.ID)
+					}
+					if r != nil && r.Status == memory.StatusActive {
+						applied = append(applied, r.ID)
+					}
+				}
+				// Most approvals, rejections and rollbacks pick what they
+				// can decide or roll back.
+				pickFrom := func(list *[]string) string {
+					if len(*list) == 0 || rng.IntN(5) == 0 {
+						return pick()
+					}
+					i := rng.IntN(len(*list))
+					id := (*list)[i]
+					*list = slices.Delete(*list, i, i+1)
+					return id
+				}
+				var what string
+				var err error
+				switch op := rng.IntN(10); op {
+				case 0, 1, 2, 3:
+					word := []string{"apply", "apply", "park", "reject"}[op]
+					if rng.IntN(4) == 0 {
+						fact = "" // a slot of its own
+					}
+					summary := fmt.Sprintf("%s %d Word%d", word, step, rng.IntN(5))
+					what = fmt.Sprintf("submit %s/%s %q", subject, fact, summary)
+					var res *memory.SubmitResult
+					res, err = gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: subject, FactType: fact,
+						Summary: summary, Scope: memory.Scope{UserID: users[rng.IntN(len(users))]}, Actor: memory.Actor{AgentID: "a", RunID: run}})
+					if err == nil {
+						note(res.Record)
+					}
+				case 4:
+					what = fmt.Sprintf("delete %s/%s", subject, fact)
+					var res *memory.SubmitResult
+					res, err = gov.Submit(ctx, memory.Candidate{Op: memory.OpDelete, SlotID: memory.KeyedSlotID(subject, fact),
+						Actor: memory.Actor{RunID: run}})
+					if err == nil {
+						note(res.Record)
+					}
+				case 5:
+					id := pickFrom(&parked)
+					mode := []memory.ReviewMode{memory.ModeOverride, memory.ModeAppend}[rng.IntN(2)]
+					what = fmt.Sprintf("approve %s %s", id, mode)
+					var r *memory.Record
+					if r, err = gov.Approve(ctx, id, memory.Review{By: "t", Mode: mode}); err == nil {
+						note(r)
+					}
+				case 6:
+					id := pickFrom(&parked)
+					what = "reject " + id
+					_, err = gov.Reject(ctx, id, memory.Review{By: "t"})
+				case 7:
+					id := pickFrom(&applied)
+					cascade := rng.IntN(2) == 0
+					what = fmt.Sprintf("rollback %s cascade=%v", id, cascade)
+					_, err = gov.Rollback(ctx, id, cascade, "t", "t")
+				case 8:
+					what = "quarantine " + run
+					_, err = gov.Quarantine(ctx, "run", run, "t", "t")
+				case 9:
+					if len(times) == 0 {
+						continue
+					}
+					at := times[rng.IntN(len(times))]
+					what = fmt.Sprintf("restore %s to %s", subject, at.Format(time.StampMicro))
+					_, err = gov.Restore(ctx, subject, at, "t", "t")
+				}
+				log = append(log, what)
+				switch memory.ErrorCode(err) {
+				case "", memory.EINVALID, memory.ENOTFOUND, memory.EDECIDED, memory.ECONFLICT, memory.ESTALE:
+				default:
+					t.Fatalf("%s: %v", what, err)
+				}
+				if step == 150 {
+					query() // parts evicted meanwhile load again
+				}
+				if err := checkActiveCache(st); err != nil {
+					t.Fatalf("after %s: %v\nsteps:\n%s", what, err, strings.Join(log, "\n"))
+				}
+				if step%10 == 0 {
+					checkListsActive(t, gov, records, subjects, users)
+				}
+				if err == nil {
+					done[strings.Fields(what)[0]]++
+				}
+			}
+			for _, op := range []string{"submit", "delete", "approve", "reject", "rollback", "quarantine", "restore"} {
+				if done[op] == 0 {
+					t.Errorf("no %s succeeded: %v", op, done)
+				}
+			}
+		})
+	}
+}
+
+// checkListsActive holds List of each subject and user to the records
+// whose own status is active.
+func checkListsActive(t *testing.T, gov *memory.Governor, records, subjects, users []string) {
+	t.Helper()
+	ctx := context.Background()
+	var active []*memory.Record
+	for _, id := range records {
+		r, err := gov.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status == memory.StatusActive {
+			active = append(active, r)
+		}
+	}
+	var filters []memory.ListFilter
+	for _, s := range subjects {
+		filters = append(filters, memory.ListFilter{SubjectID: s}, memory.ListFilter{SubjectID: s, Query: "word1"})
+	}
+	for _, u := range users {
+		filters = append(filters, memory.ListFilter{Scope: memory.Scope{UserID: u}}, memory.ListFilter{Scope: memory.Scope{UserID: u}, Query: "apply"})
+	}
+	for _, f := range filters {
+		got, err := gov.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		words := strings.Fields(strings.ToLower(f.Query))
+		var want []string
+		for _, r := range active {
+			if f.Match(r, words) {
+				want = append(want, r.ID)
+			}
+		}
+		var gotIDs []string
+		for _, r := range got {
+			gotIDs = append(gotIDs, r.ID)
+		}
+		slices.Sort(want)
+		slices.Sort(gotIDs)
+		if !slices.Equal(gotIDs, want) {
+			t.Fatalf("List %+v = %v, want %v", f, gotIDs, want)
+		}
+	}
+}
+
+// TestCheckActiveCacheSeesABypass makes sure the check above would catch
+// a commit path that changes the index without telling the cache.
+func TestCheckActiveCacheSeesABypass(t *testing.T) {
+	st, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	ctx := context.Background()
+	res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", Summary: "kept"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gov.List(ctx, memory.ListFilter{SubjectID: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkActiveCache(st); err != nil {
+		t.Fatal(err)
+	}
+	err = st.DB().Update(func(txn *badger.Txn) error { return txn.Delete(key("a/", "s", res.Record.ID)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checkActiveCache(st) == nil {
+		t.Fatal("a change of the index behind the cache's back went unseen")
+	}
+}
+
+// TestActiveCacheOrdersChanges feeds the cache commits returning in an
+// order other than their commit order, and parts loading meanwhile: what
+// a later commit set or removed stays, whatever arrives after it.
+func TestActiveCacheOrdersChanges(t *testing.T) {
+	set := func(id, summary string) activeChange {
+		return activeChange{subject: "s", id: id, active: true, layer: memory.LayerKnowledge, summary: summary,
+			scope: memory.Scope{UserID: "u"}}
+	}
+	del := func(id string) activeChange {
+		return activeChange{subject: "s", id: id, scope: memory.Scope{UserID: "u"}}
+	}
+	type event struct {
+		begin  bool // else end (committed)
+		readTs uint64
+		ch     []activeChange
+	}
+	b := func(ts uint64) event { return event{begin: true, readTs: ts} }
+	e := func(ts uint64, ch ...activeChange) event { return event{readTs: ts, ch: ch} }
+	for _, tc := range []struct {
+		name   string
+		events []event
+		want   []string // id=summary of the part, in key order
+	}{
+		{"in order", []event{b(1), e(1, set("a", "one")), b(3), e(3, del("a"), set("b", "two"))}, []string{"b=two"}},
+		{"a removal arriving before the set it follows",
+			// t1 read at 1 and set a; t2 read at 5 (after t1 committed) and removed it; t2 returns first.
+			[]event{b(1), b(5), e(5, del("a")), e(1, set("a", "one"))}, nil},
+		{"an older set arriving after a newer one",
+			[]event{b(1), b(5), e(5, set("a", "new")), e(1, set("a", "old"))}, []string{"a=new"}},
+		{"a removal remembered while an older commit is in flight",
+			[]event{b(1), b(5), b(7), e(5, del("a")), e(7, set("c", "x")), e(1, set("a", "one"))}, []string{"c=x"}},
+		{"a set and a removal in one commit", []event{b(2), e(2, set("a", "one"), del("a"), set("a", "two"))}, []string{"a=two"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newActiveCache(nil, 1<<20)
+			p := &activePart{key: "s" + sep + "s", memo: new(memory.Memo)}
+			c.parts[p.key] = p
+			for _, ev := range tc.events {
+				if ev.begin {
+					c.begin(ev.readTs)
+				} else {
+					c.end(ev.readTs, ev.ch, true)
+				}
+			}
+			var got []string
+			for _, e := range p.entries {
+				got = append(got, e.ID+"="+e.Summary)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("part holds %v, want %v", got, tc.want)
+			}
+			if len(c.inflight) != 0 || len(c.recent) != 0 {
+				t.Fatalf("%d commits in flight, %d versions kept after all returned", len(c.inflight), len(c.recent))
+			}
+		})
+	}
+}
+
+// TestActiveCacheConcurrentWriters has writers on one subject and one
+// user, each reading its own writes through List right after they return
+// (read-your-writes through the cache), while readers list and parts load,
+// then holds the cache to Badger.
+func TestActiveCacheConcurrentWriters(t *testing.T) {
+	st, err := Open(Options{Dir: t.TempDir(), GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	ctx := context.Background()
+	stop := make(chan struct{})
+	scope := memory.Scope{UserID: "u"}
+	count := func(f memory.ListFilter) int {
+		recs, err := gov.List(ctx, f)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, r := range recs {
+			if r.Status != memory.StatusActive {
+				t.Errorf("List returned %s, %s", r.ID, r.Status)
+			}
+		}
+		return len(recs)
+	}
+	var readers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				count(memory.ListFilter{SubjectID: "hot", Query: "v1"})
+				count(memory.ListFilter{Scope: scope, Query: "v2"})
+			}
+		})
+	}
+	var writers sync.WaitGroup
+	for w := range 4 {
+		writers.Go(func() {
+			for i := range 15 {
+				for k, f := range []memory.ListFilter{{SubjectID: "hot"}, {Scope: scope}} {
+					fact := fmt.Sprintf("w%d.f%d.%d", w, i, k)
+					mark := fmt.Sprintf("mark%dx%dx%dx", w, i, k) // no mark holds another
+					f.Query = mark
+					res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "hot", FactType: fact,
+						Summary: mark + " v1", Scope: scope})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if n := count(f); n != 1 {
+						t.Errorf("after applying %s: List %+v found %d", res.Record.ID, f, n)
+					}
+					over, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "hot", FactType: fact,
+						Summary: mark + " v2", Scope: scope})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					f.Query = mark + " v2"
+					if n := count(f); n != 1 {
+						t.Errorf("after the override %s: List %+v found %d", over.Record.ID, f, n)
+					}
+					if _, err := gov.Rollback(ctx, over.Record.ID, false, "t", "t"); err != nil {
+						t.Error(err)
+						return
+					}
+					if n := count(f); n != 0 {
+						t.Errorf("after rolling back %s: List %+v found %d", over.Record.ID, f, n)
+					}
+					f.Query = mark + " v1"
+					if n := count(f); n != 1 {
+						t.Errorf("after rolling back %s: List %+v found %d of what it restored", over.Record.ID, f, n)
+					}
+				}
+			}
+		})
+	}
+	writers.Wait()
+	close(stop)
+	readers.Wait()
+	if err := checkActiveCache(st); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(memory.ListFilter{SubjectID: "hot", Query: "v1"}); got != 4*15*2 {
+		t.Fatalf("%d active records, want %d", got, 4*15*2)
+	}
+}
+
+// TestActiveCacheAcrossRestart lists through the cache, reopens the store
+// on disk and finds the same, then changes to the reopened store showing.
+func TestActiveCacheAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	open := func() (*Store, *memory.Governor) {
+		st, err := Open(Options{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	}
+	list := func(gov *memory.Governor, f memory.ListFilter) []string {
+		recs, err := gov.List(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.ID+" "+r.Summary)
+		}
+		return out
+	}
+	filters := []memory.ListFilter{{SubjectID: "s"}, {Scope: memory.Scope{UserID: "u"}}, {SubjectID: "s", Query: "tea"}}
+	st, gov := open()
+	var first []string
+	for i := range 30 {
+		res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", FactType: fmt.Sprintf("f%d", i%10),
+			Summary: fmt.Sprintf("likes tea %d", i), Scope: memory.Scope{UserID: "u"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, res.Record.ID)
+		if i == 5 {
+			list(gov, filters[0]) // parts loaded early, kept up to date after
+			list(gov, filters[1])
+		}
+	}
+	if _, err := gov.Rollback(ctx, first[25], false, "t", "t"); err != nil {
+		t.Fatal(err)
+	}
+	before := map[int][]string{}
+	for i, f := range filters {
+		before[i] = list(gov, f)
+	}
+	if err := checkActiveCache(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, gov = open()
+	defer st.Close()
+	for i, f := range filters {
+		if got := list(gov, f); !slices.Equal(got, before[i]) {
+			t.Fatalf("after restart List %+v = %v\nbefore %v", f, got, before[i])
+		}
+	}
+	if _, err := gov.Rollback(ctx, first[29], false, "t", "t"); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkActiveCache(st); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(gov, filters[0]); slices.Equal(got, before[0]) {
+		t.Fatal("a rollback after the restart does not show")
+	}
+}
+
+// TestActiveCacheBudget keeps parts within the budget: the least recently
+// used goes first, and a part larger than the whole budget is not kept,
+// its readers scanning Badger instead.
+func TestActiveCacheBudget(t *testing.T) {
+	st, err := Open(Options{InMemory: true, ActiveCacheBytes: 40 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	ctx := context.Background()
+	for subject, n := range map[string]int{"small-a": 40, "small-b": 40, "big": 400} {
+		for i := range n {
+			_, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: subject, Summary: fmt.Sprintf("%s note %d", subject, i)})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cached := func() []string {
+		st.cache.mu.RLock()
+		defer st.cache.mu.RUnlock()
+		var out []string
+		for k := range st.cache.parts {
+			out = append(out, strings.TrimPrefix(k, "s"+sep))
+		}
+		slices.Sort(out)
+		return out
+	}
+	for _, step := range []struct {
+		subject string
+		want    int
+		cached  []string
+	}{
+		{"small-a", 40, []string{"small-a"}},
+		{"small-b", 40, []string{"small-a", "small-b"}},
+		{"big", 400, []string{"small-a", "small-b"}}, // over budget: scanned, not kept
+		{"small-a", 40, []string{"small-a", "small-b"}},
+	} {
+		recs, err := gov.List(ctx, memory.ListFilter{SubjectID: step.subject})
+		if err != nil || len(recs) != step.want {
+			t.Fatalf("List %s: %d records, %v; want %d", step.subject, len(recs), err, step.want)
+		}
+		if got := cached(); !slices.Equal(got, step.cached) {
+			t.Fatalf("after listing %s the cache holds %v, want %v", step.subject, got, step.cached)
+		}
+	}
+	if st.cache.bytes > st.cache.budget {
+		t.Fatalf("%d bytes cached over a budget of %d", st.cache.bytes, st.cache.budget)
+	}
+	// Shrink the budget below both parts: the least recently used goes.
+	st.cache.mu.Lock()
+	st.cache.budget = st.cache.bytes - 1
+	st.cache.evict(nil)
+	st.cache.mu.Unlock()
+	if got := cached(); !slices.Equal(got, []string{"small-a"}) {
+		t.Fatalf("after eviction the cache holds %v, want the part listed last", got)
+	}
+}
