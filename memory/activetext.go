@@ -12,8 +12,9 @@ import (
 // so no match spans two entries. It is kept in the part's memo, which the
 // store renews when the part changes.
 type partText struct {
-	text string
-	ends []int // by entry: where its text ends
+	entries []*ActiveEntry
+	text    string
+	ends    []int // by entry: where its text ends
 }
 
 // partTextKey keys partText in a part's memo.
@@ -23,14 +24,15 @@ func partTextOf(part ActivePart) *partText {
 	if pt, ok := part.Memo.Load(partTextKey{}).(*partText); ok {
 		return pt
 	}
+	pt := &partText{entries: part.Entries()}
 	n := 0
-	for _, e := range part.Entries {
+	for _, e := range pt.entries {
 		n += len(lower(e)) + 1
 	}
 	var b strings.Builder
 	b.Grow(n)
-	pt := &partText{ends: make([]int, len(part.Entries))}
-	for i, e := range part.Entries {
+	pt.ends = make([]int, len(pt.entries))
+	for i, e := range pt.entries {
 		b.WriteString(lower(e))
 		pt.ends[i] = b.Len()
 		b.WriteByte('\n')
@@ -48,16 +50,16 @@ func lower(e *ActiveEntry) string {
 	return e.Lower
 }
 
-// holding calls fn with the index of each entry whose text holds w, in
-// order, until fn returns false.
-func (pt *partText) holding(w string, fn func(i int) bool) {
+// holding calls fn with each entry whose text holds w, in order, until fn
+// returns false.
+func (pt *partText) holding(w string, fn func(*ActiveEntry) bool) {
 	for at := 0; at < len(pt.text); {
 		k := strings.Index(pt.text[at:], w)
 		if k < 0 {
 			return
 		}
 		i, _ := slices.BinarySearch(pt.ends, at+k) // the first entry ending at or after the match
-		if !fn(i) {
+		if !fn(pt.entries[i]) {
 			return
 		}
 		at = pt.ends[i] + 1

@@ -1,16 +1,18 @@
 package memory
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 func TestPartTextHolding(t *testing.T) {
 	summaries := []string{"Cedar tea", "", "tea, tea and more TEA", "ginger", "a cedarwood box", "", "tea"}
-	part := ActivePart{Memo: new(Memo)}
-	for _, s := range summaries {
-		part.Entries = append(part.Entries, &ActiveEntry{Summary: s}) // no Lower: derived
+	part := ActivePart{Memo: new(Memo), Chunks: [][]*ActiveEntry{nil, nil}}
+	for i, s := range summaries {
+		part.Chunks[i/4] = append(part.Chunks[i/4], &ActiveEntry{ID: fmt.Sprint(i), Summary: s}) // no Lower: derived
 	}
 	for _, tc := range []struct {
 		word string
@@ -25,7 +27,8 @@ func TestPartTextHolding(t *testing.T) {
 		{"tea,", []int{2}},
 	} {
 		var got []int
-		partTextOf(part).holding(tc.word, func(i int) bool {
+		partTextOf(part).holding(tc.word, func(e *ActiveEntry) bool {
+			i, _ := strconv.Atoi(e.ID)
 			if !strings.Contains(strings.ToLower(summaries[i]), tc.word) {
 				t.Errorf("%q: entry %d (%q) does not hold it", tc.word, i, summaries[i])
 			}

@@ -130,11 +130,31 @@ type ActiveCache interface {
 }
 
 // ActivePart is what a store's cache holds of one subject or entity id:
-// its entries in the index's key order, and a memo for what a reader
+// its entries in the index's key order, in chunks (so that a change copies
+// a chunk a reader holds, not all of them), and a memo for what a reader
 // derives from all of them, new whenever they change.
 type ActivePart struct {
-	Entries []*ActiveEntry
-	Memo    *Memo
+	Chunks [][]*ActiveEntry
+	Memo   *Memo
+}
+
+// Len returns the number of entries.
+func (p ActivePart) Len() int {
+	n := 0
+	for _, c := range p.Chunks {
+		n += len(c)
+	}
+	return n
+}
+
+// Entries returns the entries in one slice, a new one: a reader that needs
+// them so keeps it in the memo.
+func (p ActivePart) Entries() []*ActiveEntry {
+	out := make([]*ActiveEntry, 0, p.Len())
+	for _, c := range p.Chunks {
+		out = append(out, c...)
+	}
+	return out
 }
 
 // ActiveIndex is implemented by read transactions whose index of active

@@ -82,8 +82,7 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 				// The cache may hold a commit newer than this snapshot:
 				// each hit is checked on its record.
 				var err error
-				hit := func(i int) bool {
-					e := part.Entries[i]
+				hit := func(e *ActiveEntry) bool {
 					if !f.matchEntry(e, words) {
 						return true
 					}
@@ -98,14 +97,16 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 				}
 				if len(words) > 0 {
 					partTextOf(part).holding(words[0], hit)
-				} else {
-					for i := range part.Entries {
-						if !hit(i) {
-							break
+					return err
+				}
+				for _, c := range part.Chunks {
+					for _, e := range c {
+						if !hit(e) {
+							return err
 						}
 					}
 				}
-				return err
+				return nil
 			}
 		}
 		if ix, ok := tx.(ActiveIndex); ok {
@@ -173,12 +174,14 @@ func (v ActiveView) ScanEntries(f ListFilter, fn func(*ActiveEntry) (bool, error
 			return err
 		}
 		if ok {
-			for _, e := range part.Entries {
-				if !f.matchEntry(e, words) {
-					continue
-				}
-				if more, err := fn(e); err != nil || !more {
-					return err
+			for _, c := range part.Chunks {
+				for _, e := range c {
+					if !f.matchEntry(e, words) {
+						continue
+					}
+					if more, err := fn(e); err != nil || !more {
+						return err
+					}
 				}
 			}
 			return nil

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,23 +70,6 @@ func newActiveCache(db *badger.DB, budget int64) *activeCache {
 		inflight: map[uint64]int{}, recent: map[string]uint64{}, tooBig: map[string]time.Time{}}
 }
 
-// activePart is the cached index of one subject or entity id. entries and
-// vers are sorted by index key (subject, id). Readers get entries without
-// copying: once one has (shared), the next change copies them first.
-type activePart struct {
-	key     string
-	entries []*memory.ActiveEntry
-	vers    []uint64
-	memo    *memory.Memo // for readers (memory.ActivePart), new on every change
-	bytes   int64
-	shared  atomic.Bool
-	used    atomic.Int64
-
-	loading bool
-	buf     []pendingChange // changes that arrived while loading
-	done    chan struct{}   // closed when loading ends
-}
-
 type pendingChange struct {
 	readTs uint64
 	ch     activeChange
@@ -106,6 +88,13 @@ type activeChange struct {
 }
 
 func (ch *activeChange) key() string { return ch.subject + sep + ch.id }
+
+// entry builds the entry a change sets.
+func (ch *activeChange) entry() *memory.ActiveEntry {
+	e := newEntry(ch.id, ch.subject, ch.layer, ch.scope, ch.summary)
+	e.CreatedAt, e.ActivatedAt = ch.created, ch.activated
+	return e
+}
 
 // Part keys: the subject, or one entity id of the scope.
 func partKey(subject string, scope memory.Scope) string {
@@ -259,52 +248,6 @@ func (c *activeCache) evict(keep *activePart) {
 	}
 }
 
-// find returns where the entry of (subject, id) is or would go.
-func (p *activePart) find(subject, id string) (int, bool) {
-	return slices.BinarySearchFunc(p.entries, [2]string{subject, id}, func(e *memory.ActiveEntry, t [2]string) int {
-		if c := strings.Compare(e.SubjectID, t[0]); c != 0 {
-			return c
-		}
-		return strings.Compare(e.ID, t[1])
-	})
-}
-
-// apply applies a change of version ver, unless the entry is newer, and
-// returns how the part's size changed.
-func (p *activePart) apply(ver uint64, ch *activeChange) int64 {
-	i, found := p.find(ch.subject, ch.id)
-	if (found && ver < p.vers[i]) || (!found && !ch.active) {
-		return 0
-	}
-	if p.shared.Load() { // a reader holds the slices: change copies
-		p.entries = slices.Clone(p.entries)
-		p.vers = slices.Clone(p.vers)
-		p.shared.Store(false)
-	}
-	p.memo = new(memory.Memo)
-	var delta int64
-	if found {
-		delta -= entrySize(p.entries[i])
-		if !ch.active {
-			p.entries = slices.Delete(p.entries, i, i+1)
-			p.vers = slices.Delete(p.vers, i, i+1)
-			p.bytes += delta
-			return delta
-		}
-	}
-	e := newEntry(ch.id, ch.subject, ch.layer, ch.scope, ch.summary)
-	e.CreatedAt, e.ActivatedAt = ch.created, ch.activated
-	delta += entrySize(e)
-	if found {
-		p.entries[i], p.vers[i] = e, ver
-	} else {
-		p.entries = slices.Insert(p.entries, i, e)
-		p.vers = slices.Insert(p.vers, i, ver)
-	}
-	p.bytes += delta
-	return delta
-}
-
 // entries returns the cached entries of a part, loading it first if
 // needed; ok is false when there is no part for the query or it is over
 // budget.
@@ -317,9 +260,8 @@ func (c *activeCache) part(ctx context.Context, subject string, scope memory.Sco
 		c.mu.RLock()
 		p := c.parts[pk]
 		if p != nil && !p.loading {
-			p.shared.Store(true)
 			p.used.Store(c.tick.Add(1))
-			out := memory.ActivePart{Entries: p.entries, Memo: p.memo}
+			out := p.snapshot()
 			c.mu.RUnlock()
 			return out, true, nil
 		}
@@ -374,16 +316,16 @@ func (c *activeCache) load(ctx context.Context, p *activePart) (out memory.Activ
 			out, ok = memory.ActivePart{}, false
 			return
 		}
-		p.entries, p.vers, p.bytes, p.memo = es, vers, size, new(memory.Memo)
+		p.set(es, vers)
+		p.bytes = size
 		for _, b := range p.buf {
 			p.bytes += p.apply(b.readTs+1, &b.ch)
 		}
 		p.buf, p.loading = nil, false
 		p.used.Store(c.tick.Add(1))
-		p.shared.Store(true)
 		c.bytes += p.bytes
 		c.evict(p)
-		out, ok = memory.ActivePart{Entries: p.entries, Memo: p.memo}, true
+		out, ok = p.snapshot(), true
 		if c.bytes > c.budget { // still over: this part alone is
 			delete(c.parts, p.key)
 			c.bytes -= p.bytes

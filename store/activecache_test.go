@@ -24,8 +24,7 @@ func checkActiveCache(st *Store) error {
 	parts := map[string][]*memory.ActiveEntry{}
 	for k, p := range c.parts {
 		if !p.loading {
-			p.shared.Store(true) // as a reader: changes copy
-			parts[k] = p.entries
+			parts[k] = p.snapshot().Entries()
 		}
 	}
 	c.mu.RUnlock()
@@ -351,7 +350,7 @@ func TestActiveCacheOrdersChanges(t *testing.T) {
 				}
 			}
 			var got []string
-			for _, e := range p.entries {
+			for _, e := range p.all() {
 				got = append(got, e.ID+"="+e.Summary)
 			}
 			if !slices.Equal(got, tc.want) {
@@ -583,5 +582,113 @@ func TestActiveCacheBudget(t *testing.T) {
 	st.cache.mu.Unlock()
 	if got := cached(); !slices.Equal(got, []string{"small-a"}) {
 		t.Fatalf("after eviction the cache holds %v, want the part listed last", got)
+	}
+}
+
+// BenchmarkActiveCacheCommit is what a commit that supersedes one active
+// record (one entry removed, one set) adds to the write path: with no part
+// of it cached, and with its subject and its user cached at 10,000
+// entries each, read between writes (each change then copies the parts'
+// slices first).
+func BenchmarkActiveCacheCommit(b *testing.B) {
+	scope := memory.Scope{UserID: "u"}
+	for _, tc := range []struct {
+		name   string
+		cached bool
+	}{{"nothing cached", false}, {"subject and user of 10,000 cached, read between", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			c := newActiveCache(nil, 1<<30)
+			if tc.cached {
+				for _, pk := range partKeys("s", scope) {
+					p := &activePart{key: pk}
+					var es []*memory.ActiveEntry
+					var vers []uint64
+					for i := range 10_000 {
+						id := fmt.Sprintf("r%06d", i)
+						es = append(es, newEntry(id, "s", memory.LayerKnowledge, scope, "a summary of some length "+id))
+						vers = append(vers, 1)
+					}
+					p.set(es, vers)
+					c.parts[pk] = p
+				}
+			}
+			ts := uint64(10)
+			for i := 0; b.Loop(); i++ {
+				old, cur := fmt.Sprintf("r%06d", i%10_000), fmt.Sprintf("r%06d", (i+1)%10_000)
+				changes := []activeChange{
+					{subject: "s", id: old, scope: scope},
+					{subject: "s", id: cur, active: true, layer: memory.LayerKnowledge, scope: scope, summary: "a new summary"},
+				}
+				c.begin(ts)
+				c.end(ts, changes, true)
+				ts += 2
+				for _, p := range c.parts {
+					p.snapshot() // a reader between writes
+				}
+			}
+		})
+	}
+}
+
+// TestActivePartChunks changes a part at random, far past the size of a
+// chunk, holds it to a plain map after each change, and checks that what
+// readers took earlier stays as they took it.
+func TestActivePartChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	p := &activePart{key: "s" + sep + "s"}
+	p.set(nil, nil)
+	want := map[string]string{}
+	type held struct {
+		part memory.ActivePart
+		ids  []string
+	}
+	var snaps []held
+	ver := uint64(1)
+	for step := range 20_000 {
+		id := fmt.Sprintf("r%05d", rng.IntN(3000))
+		subject := []string{"a", "b"}[rng.IntN(2)]
+		ch := activeChange{subject: subject, id: id, active: rng.IntN(3) > 0, summary: fmt.Sprint(step)}
+		if step > 15_000 {
+			ch.active = rng.IntN(4) == 0 // mostly removals: chunks empty out
+		}
+		ver++
+		p.apply(ver, &ch)
+		if ch.active {
+			want[subject+sep+id] = ch.summary
+		} else {
+			delete(want, subject+sep+id)
+		}
+		if rng.IntN(50) == 0 {
+			s := p.snapshot()
+			snaps = append(snaps, held{s, ids(s.Entries())})
+		}
+		if step%500 != 0 {
+			continue
+		}
+		got := p.all()
+		if len(got) != len(want) {
+			t.Fatalf("step %d: %d entries, want %d", step, len(got), len(want))
+		}
+		for i, e := range got {
+			if want[e.SubjectID+sep+e.ID] != e.Summary {
+				t.Fatalf("step %d: entry %s/%s holds %q, want %q", step, e.SubjectID, e.ID, e.Summary, want[e.SubjectID+sep+e.ID])
+			}
+			if i > 0 && compareKey(got[i-1], e.SubjectID, e.ID) >= 0 {
+				t.Fatalf("step %d: entries out of order at %d", step, i)
+			}
+		}
+		for ci, c := range p.chunks {
+			if len(c) == 0 || len(c) > 2*chunkSize || len(c) != len(p.vers[ci]) {
+				t.Fatalf("step %d: chunk %d holds %d entries, %d versions", step, ci, len(c), len(p.vers[ci]))
+			}
+		}
+		for _, h := range snaps {
+			if !slices.Equal(ids(h.part.Entries()), h.ids) {
+				t.Fatalf("step %d: a reader's entries changed under it", step)
+			}
+		}
+	}
+	if len(p.chunks) < 2 && len(want) > 2*chunkSize {
+		t.Fatalf("%d entries in %d chunks", len(want), len(p.chunks))
 	}
 }

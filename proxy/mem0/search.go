@@ -159,7 +159,8 @@ func (h *Handler) score(v memory.ActiveView, p searchParams, terms []string) (do
 	}
 	if whole && onIndex && selectsScope(p.filter, scope) {
 		// The filter lets the part's entries through and nothing else.
-		return part.Entries, nil, partTermsOf(part).score(terms, p.threshold), nil
+		pt := partTermsOf(part)
+		return pt.docs, nil, pt.score(terms, p.threshold), nil
 	}
 	c := newBM25Corpus(terms)
 	entry := &memory.Record{Status: memory.StatusActive} // what the index holds, tested in place of the record

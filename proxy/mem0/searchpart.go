@@ -14,6 +14,7 @@ import (
 // (text[off[j]:off[j+1]]) and its count. It is kept in the part's memo,
 // which the store renews when the part changes.
 type partTerms struct {
+	docs   []*memory.ActiveEntry
 	lens   []int
 	total  int
 	start  []int32 // by document, and one more
@@ -32,10 +33,10 @@ func partTermsOf(part memory.ActivePart) *partTerms {
 	if pt, ok := part.Memo.Load(partTermsKey{}).(*partTerms); ok {
 		return pt
 	}
-	n := len(part.Entries)
-	pt := &partTerms{start: make([]int32, 1, n+1), lens: make([]int, n), off: []int32{0}}
+	docs := part.Entries()
+	pt := &partTerms{docs: docs, start: make([]int32, 1, len(docs)+1), lens: make([]int, len(docs)), off: []int32{0}}
 	var text strings.Builder
-	for i, e := range part.Entries {
+	for i, e := range docs {
 		d, ok := e.Memo.Load(docTermsKey{}).(*docTerms)
 		if !ok {
 			d = newDocTerms(e.Summary)
