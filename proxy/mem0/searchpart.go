@@ -34,14 +34,25 @@ func partTermsOf(part memory.ActivePart) *partTerms {
 		return pt
 	}
 	docs := part.Entries()
-	pt := &partTerms{docs: docs, start: make([]int32, 1, len(docs)+1), lens: make([]int, len(docs)), off: []int32{0}}
-	var text strings.Builder
+	terms := make([]*docTerms, len(docs))
+	nt, nb := 0, 0 // terms, bytes of their text
 	for i, e := range docs {
 		d, ok := e.Memo.Load(docTermsKey{}).(*docTerms)
 		if !ok {
 			d = newDocTerms(e.Summary)
 			e.Memo.Store(docTermsKey{}, d)
 		}
+		terms[i] = d
+		nt += len(d.terms)
+		for _, t := range d.terms {
+			nb += len(t)
+		}
+	}
+	pt := &partTerms{docs: docs, lens: make([]int, len(docs)), start: make([]int32, 1, len(docs)+1),
+		owner: make([]int32, 0, nt), hashes: make([]uint32, 0, nt), counts: make([]int32, 0, nt), off: make([]int32, 1, nt+1)}
+	var text strings.Builder
+	text.Grow(nb)
+	for i, d := range terms {
 		pt.lens[i] = d.n
 		pt.total += d.n
 		pt.hashes = append(pt.hashes, d.hashes...)
