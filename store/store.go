@@ -80,6 +80,7 @@ func Open(o Options) (*Store, error) {
 		WithNumLevelZeroTablesStall(8).
 		WithBlockCacheSize(o.BlockCacheSize).
 		WithIndexCacheSize(4 << 20).
+		WithBlockSize(blockSize).
 		WithValueLogFileSize(64 << 20).
 		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
@@ -108,6 +109,17 @@ func Open(o Options) (*Store, error) {
 // valueThreshold is the value size from which Badger keeps values in its
 // value log rather than in the tree.
 const valueThreshold = 4 << 10
+
+// blockSize is the size of a table's blocks before compression: 16 KB,
+// not Badger's 4 KB. A table's index holds an entry per block, and Badger
+// reads every table's index through its memory map when it opens the table,
+// so those pages stay resident: with a million records, 4 KB blocks kept
+// 41 MB of block offsets mapped (49 MB of index in all), 16 KB blocks keep
+// 10 MB (18 MB). A read of a record still maps the same 64 KB of the file
+// around it (the kernel's fault-around), and the block cache still holds 8
+// MB. Tables already on disk keep the block size they were written with
+// until compaction rewrites them.
+const blockSize = 16 << 10
 
 // Sync makes everything committed so far durable, including writes made
 // directly through DB(). Update, Put and PutKey are durable on their own.
