@@ -18,6 +18,18 @@ import (
 // searchByList: the store's cached part of the index, and the term counts
 // kept with it, follow every change.
 func TestSearchFollowsWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		preload, steps int
+	}{
+		{"a part of one chunk", 0, 150},
+		{"a part of several chunks", 800, 16}, // the store's chunks hold 256 to 512 entries
+	} {
+		t.Run(tc.name, func(t *testing.T) { searchFollowsWrites(t, tc.preload, tc.steps) })
+	}
+}
+
+func searchFollowsWrites(t *testing.T, preload, steps int) {
 	ctx := context.Background()
 	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
 	if err != nil {
@@ -39,8 +51,15 @@ func TestSearchFollowsWrites(t *testing.T) {
 		return strings.Join(ws, " ")
 	}
 	var applied []string
+	for range preload {
+		res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, Scope: memory.Scope{UserID: "u0"}, Summary: text()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied = append(applied, res.Record.ID)
+	}
 	filters := []string{`{"user_id": "u0"}`, `{"user_id": "u1", "agent_id": "ag"}`, `{"AND": [{"user_id": "u0"}, {"categories": {"in": ["preference"]}}]}`}
-	for step := range 150 {
+	for step := range steps {
 		c := memory.Candidate{Layer: []memory.Layer{memory.LayerKnowledge, memory.LayerPreference}[rng.IntN(2)],
 			Scope: memory.Scope{UserID: fmt.Sprintf("u%d", rng.IntN(2)), AgentID: []string{"", "ag"}[rng.IntN(2)]}, Summary: text()}
 		switch rng.IntN(4) {

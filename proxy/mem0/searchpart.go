@@ -6,37 +6,40 @@ import (
 	"github.com/memgate/memgate/memory"
 )
 
-// partTerms is what BM25 needs of every entry of a part of the store's
-// cache of the index (memory.ActivePart), laid out flat so a search scans
-// arrays instead of chasing each entry's memo: each document's length and
-// its distinct terms, from start[d] to start[d+1] in the term arrays: a
-// hash of each (most comparisons with a query term fail on it), its text
-// (text[off[j]:off[j+1]]) and its count. It is kept in the part's memo,
-// which the store renews when the part changes.
-type partTerms struct {
-	docs   []*memory.ActiveEntry
+// chunkTerms is what BM25 needs of the entries of one chunk of a part of
+// the store's cache of the index (memory.ActivePart), laid out flat so a
+// search scans arrays instead of chasing each entry's memo: each
+// document's length and its distinct terms, from start[d] to start[d+1] in
+// the term arrays: a hash of each (most comparisons with a query term fail
+// on it), its text (text[off[j]:off[j+1]]) and its count.
+//
+// It is kept in the memo of the chunk's first entry. A chunk a reader may
+// hold never changes (the store copies it to change it), so the address
+// of its first slot and its length tell whether the chunk in the memo is
+// this one: after a write, only the chunk it changed is laid out again.
+type chunkTerms struct {
+	chunk  []*memory.ActiveEntry // kept, so its address is not reused
 	lens   []int
 	total  int
 	start  []int32 // by document, and one more
-	owner  []int32 // by term: its document
+	owner  []int32 // by term: its document in the chunk
 	hashes []uint32
 	counts []int32
 	off    []int32 // by term, and one more
 	text   string
 }
 
-// partTermsKey keys partTerms in a part's memo.
-type partTermsKey struct{}
+// chunkTermsKey keys chunkTerms in an entry's memo.
+type chunkTermsKey struct{}
 
-// partTermsOf returns the part's terms, counting them on first use.
-func partTermsOf(part memory.ActivePart) *partTerms {
-	if pt, ok := part.Memo.Load(partTermsKey{}).(*partTerms); ok {
-		return pt
+// chunkTermsOf returns a chunk's terms, counting them on first use.
+func chunkTermsOf(c []*memory.ActiveEntry) *chunkTerms {
+	if ct, ok := c[0].Memo.Load(chunkTermsKey{}).(*chunkTerms); ok && len(ct.chunk) == len(c) && &ct.chunk[0] == &c[0] {
+		return ct
 	}
-	docs := part.Entries()
-	terms := make([]*docTerms, len(docs))
+	terms := make([]*docTerms, len(c))
 	nt, nb := 0, 0 // terms, bytes of their text
-	for i, e := range docs {
+	for i, e := range c {
 		d, ok := e.Memo.Load(docTermsKey{}).(*docTerms)
 		if !ok {
 			d = newDocTerms(e.Summary)
@@ -48,23 +51,56 @@ func partTermsOf(part memory.ActivePart) *partTerms {
 			nb += len(t)
 		}
 	}
-	pt := &partTerms{docs: docs, lens: make([]int, len(docs)), start: make([]int32, 1, len(docs)+1),
+	ct := &chunkTerms{chunk: c, lens: make([]int, len(c)), start: make([]int32, 1, len(c)+1),
 		owner: make([]int32, 0, nt), hashes: make([]uint32, 0, nt), counts: make([]int32, 0, nt), off: make([]int32, 1, nt+1)}
 	var text strings.Builder
 	text.Grow(nb)
 	for i, d := range terms {
-		pt.lens[i] = d.n
-		pt.total += d.n
-		pt.hashes = append(pt.hashes, d.hashes...)
-		pt.counts = append(pt.counts, d.counts...)
+		ct.lens[i] = d.n
+		ct.total += d.n
+		ct.hashes = append(ct.hashes, d.hashes...)
+		ct.counts = append(ct.counts, d.counts...)
 		for _, t := range d.terms {
 			text.WriteString(t)
-			pt.owner = append(pt.owner, int32(i))
-			pt.off = append(pt.off, int32(text.Len()))
+			ct.owner = append(ct.owner, int32(i))
+			ct.off = append(ct.off, int32(text.Len()))
 		}
-		pt.start = append(pt.start, int32(len(pt.hashes)))
+		ct.start = append(ct.start, int32(len(ct.hashes)))
 	}
-	pt.text = text.String()
+	ct.text = text.String()
+	c[0].Memo.Store(chunkTermsKey{}, ct)
+	return ct
+}
+
+// partTerms is what BM25 needs of every entry of a part: its documents in
+// order and each chunk's terms. It is kept in the part's memo, which the
+// store renews when the part changes.
+type partTerms struct {
+	docs   []*memory.ActiveEntry
+	chunks []*chunkTerms
+	lens   []int
+	total  int
+}
+
+// partTermsKey keys partTerms in a part's memo.
+type partTermsKey struct{}
+
+// partTermsOf returns the part's terms, counting what changed on first use.
+func partTermsOf(part memory.ActivePart) *partTerms {
+	if pt, ok := part.Memo.Load(partTermsKey{}).(*partTerms); ok {
+		return pt
+	}
+	pt := &partTerms{docs: part.Entries()}
+	pt.lens = make([]int, 0, len(pt.docs))
+	for _, c := range part.Chunks {
+		if len(c) == 0 {
+			continue
+		}
+		ct := chunkTermsOf(c)
+		pt.chunks = append(pt.chunks, ct)
+		pt.lens = append(pt.lens, ct.lens...)
+		pt.total += ct.total
+	}
 	part.Memo.Store(partTermsKey{}, pt)
 	return pt
 }
@@ -91,22 +127,24 @@ func (pt *partTerms) score(terms []string, threshold float64) []docScore {
 		mask |= 1 << (qh[i] & 63)
 	}
 	type hit struct{ doc, term, count int32 }
-	hits := make([]hit, 0, len(pt.lens))
+	var hits []hit
 	df := make([]int, len(terms))
-	for j, h := range pt.hashes {
-		if mask&(1<<(h&63)) == 0 {
-			continue
-		}
-		for i, q := range qh {
-			if h != q {
-				continue
+	base := int32(0)
+	for _, ct := range pt.chunks {
+		for j := masked(ct.hashes, 0, mask); j < len(ct.hashes); j = masked(ct.hashes, j+1, mask) {
+			h := ct.hashes[j]
+			for i, q := range qh {
+				if h != q {
+					continue
+				}
+				if ct.text[ct.off[j]:ct.off[j+1]] == terms[i] {
+					hits = append(hits, hit{base + ct.owner[j], int32(i), ct.counts[j]})
+					df[i]++
+				}
+				break
 			}
-			if pt.text[pt.off[j]:pt.off[j+1]] == terms[i] {
-				hits = append(hits, hit{pt.owner[j], int32(i), pt.counts[j]})
-				df[i]++
-			}
-			break
 		}
+		base += int32(len(ct.lens))
 	}
 	st := newBM25Stats(df, len(pt.lens), pt.total)
 	// A term adds less than idf·(k1+1) to a score: a document whose terms
@@ -127,6 +165,17 @@ func (pt *partTerms) score(terms []string, threshold float64) []docScore {
 		clear(tf)
 	}
 	return out
+}
+
+// masked returns the index of the first hash from i on with its bit in
+// mask, or len(hs): the tight loop most of a search runs.
+func masked(hs []uint32, i int, mask uint64) int {
+	for ; i < len(hs); i++ {
+		if mask&(1<<(hs[i]&63)) != 0 {
+			return i
+		}
+	}
+	return i
 }
 
 // selectsScope reports whether f lets through exactly the records whose
