@@ -248,9 +248,8 @@ func (c *activeCache) evict(keep *activePart) {
 	}
 }
 
-// entries returns the cached entries of a part, loading it first if
-// needed; ok is false when there is no part for the query or it is over
-// budget.
+// part returns the cached part for a query, loading it first if needed;
+// ok is false when there is no part for the query or it is over budget.
 func (c *activeCache) part(ctx context.Context, subject string, scope memory.Scope) (memory.ActivePart, bool, error) {
 	pk := partKey(subject, scope)
 	if pk == "" {
@@ -319,7 +318,7 @@ func (c *activeCache) load(ctx context.Context, p *activePart) (out memory.Activ
 		p.set(es, vers)
 		p.bytes = size
 		for _, b := range p.buf {
-			p.bytes += p.apply(b.readTs+1, &b.ch)
+			p.apply(b.readTs+1, &b.ch) // counts its size in p.bytes
 		}
 		p.buf, p.loading = nil, false
 		p.used.Store(c.tick.Add(1))

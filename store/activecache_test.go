@@ -20,6 +20,9 @@ import (
 // change of the index shows here.
 func checkActiveCache(st *Store) error {
 	c := st.cache
+	if err := checkCacheBytes(c); err != nil {
+		return err
+	}
 	c.mu.RLock()
 	parts := map[string][]*memory.ActiveEntry{}
 	for k, p := range c.parts {
@@ -51,6 +54,67 @@ func checkActiveCache(st *Store) error {
 		}
 	}
 	return nil
+}
+
+// checkCacheBytes holds the sizes the cache counts to its entries'.
+func checkCacheBytes(c *activeCache) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var total int64
+	for k, p := range c.parts {
+		if p.loading {
+			continue
+		}
+		var size int64
+		for _, e := range p.all() {
+			size += entrySize(e)
+		}
+		if size != p.bytes {
+			return fmt.Errorf("part %q counts %d bytes, its entries %d", k, p.bytes, size)
+		}
+		total += size
+	}
+	if total != c.bytes {
+		return fmt.Errorf("the cache counts %d bytes, its parts %d", c.bytes, total)
+	}
+	return nil
+}
+
+// TestActiveCacheLoadReplaysWhatCameMeanwhile registers a part as loading,
+// has a commit return meanwhile (one newer than the load's snapshot, made
+// up), and finds it in the part once loaded, sizes counted once.
+func TestActiveCacheLoadReplaysWhatCameMeanwhile(t *testing.T) {
+	st, err := Open(Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", Summary: fmt.Sprint("stored ", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := st.cache
+	p := &activePart{key: partKey("s", memory.Scope{}), loading: true, done: make(chan struct{})}
+	c.mu.Lock()
+	c.parts[p.key] = p
+	c.mu.Unlock()
+	later := uint64(1 << 40) // read after anything the load's snapshot holds
+	c.begin(later)
+	c.end(later, []activeChange{{subject: "s", id: "zz-later", active: true, layer: memory.LayerKnowledge, summary: "came meanwhile"}}, true)
+	part, ok, err := c.load(ctx, p)
+	if err != nil || !ok {
+		t.Fatalf("load: %v, %v", ok, err)
+	}
+	es := part.Entries()
+	if len(es) != 4 || es[3].ID != "zz-later" {
+		t.Fatalf("loaded %v, want the 3 stored and the one that came meanwhile", ids(es))
+	}
+	if err := checkCacheBytes(c); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func ids(es []*memory.ActiveEntry) []string {
