@@ -151,7 +151,7 @@ func TestActiveCacheFollowsEveryCommitPath(t *testing.T) {
 	}{
 		{"default budget", 0, 1},
 		{"default budget, another sequence", 0, 2},
-		{"budget for a few parts", 6 << 10, 3},
+		{"budget for a few parts", 48 << 10, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, err := Open(Options{Dir: t.TempDir(), NoSync: true, ActiveCacheBytes: tc.budget})
@@ -593,7 +593,7 @@ func TestActiveCacheAcrossRestart(t *testing.T) {
 // used goes first, and a part larger than the whole budget is not kept,
 // its readers scanning Badger instead.
 func TestActiveCacheBudget(t *testing.T) {
-	st, err := Open(Options{InMemory: true, ActiveCacheBytes: 40 << 10})
+	st, err := Open(Options{InMemory: true, ActiveCacheBytes: 100 << 10}) // two parts of 40 entries, not one of 400
 	if err != nil {
 		t.Fatal(err)
 	}
