@@ -79,34 +79,8 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 				return err
 			}
 			if ok {
-				// The cache may hold a commit newer than this snapshot:
-				// each hit is checked on its record.
-				var err error
-				hit := func(e *ActiveEntry) bool {
-					if !f.matchEntry(e, words) {
-						return true
-					}
-					var r *Record
-					if r, err = activeRecord(tx, e.ID); err != nil {
-						return false
-					}
-					if r != nil && f.Match(r, words) {
-						out = append(out, r)
-					}
-					return f.Limit <= 0 || len(out) < f.Limit
-				}
-				if len(words) > 0 {
-					partTextOf(part).holding(words[0], hit)
-					return err
-				}
-				for _, c := range part.Chunks {
-					for _, e := range c {
-						if !hit(e) {
-							return err
-						}
-					}
-				}
-				return nil
+				out, err = listPart(tx, part, f, words)
+				return err
 			}
 		}
 		if ix, ok := tx.(ActiveIndex); ok {
@@ -134,6 +108,39 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 		})
 	})
 	return out, err
+}
+
+// listPart is List on a part of the store's cache of the index. The cache
+// may hold a commit newer than the snapshot of tx: each hit is checked on
+// its record there.
+func listPart(tx ReadTx, part ActivePart, f ListFilter, words []string) ([]*Record, error) {
+	out := []*Record{}
+	var err error
+	hit := func(e *ActiveEntry) bool {
+		if !f.matchEntry(e, words) {
+			return true
+		}
+		var r *Record
+		if r, err = activeRecord(tx, e.ID); err != nil {
+			return false
+		}
+		if r != nil && f.Match(r, words) {
+			out = append(out, r)
+		}
+		return f.Limit <= 0 || len(out) < f.Limit
+	}
+	if len(words) > 0 {
+		partTextOf(part).holding(words[0], hit)
+		return out, err
+	}
+	for _, c := range part.Chunks {
+		for _, e := range c {
+			if !hit(e) {
+				return out, err
+			}
+		}
+	}
+	return out, nil
 }
 
 // ActiveView reads the active layer inside one snapshot (ViewActive): a
