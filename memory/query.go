@@ -1,7 +1,9 @@
 package memory
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"time"
 )
@@ -130,7 +132,9 @@ func listPart(tx ReadTx, part ActivePart, f ListFilter, words []string) ([]*Reco
 		return f.Limit <= 0 || len(out) < f.Limit
 	}
 	if len(words) > 0 {
-		partTextOf(part).holding(words[0], hit)
+		// The longest word is likely the rarest: the fewest entries to test.
+		w := slices.MaxFunc(words, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+		partTextOf(part).holding(w, hit)
 		return out, err
 	}
 	for _, c := range part.Chunks {
