@@ -366,18 +366,9 @@ func (g *Governor) wake(ok bool) {
 }
 
 func loadSlot(tx ReadTx, slotID string) (SlotState, error) {
-	var st SlotState
-	slot, err := tx.Slot(slotID)
-	if ErrorCode(err) == ENOTFOUND {
-		return st, nil
-	} else if err != nil {
+	st, err := loadHead(tx, slotID)
+	if err != nil || st.Slot == nil {
 		return st, err
-	}
-	st.Slot = slot
-	if slot.Head != "" {
-		if st.Head, err = tx.Record(slot.Head); err != nil {
-			return st, fmt.Errorf("slot %s head: %w", slotID, err)
-		}
 	}
 	st.Pending, err = tx.SlotPending(slotID)
 	return st, err
