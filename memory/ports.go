@@ -20,6 +20,18 @@ type Store interface {
 	View(ctx context.Context, fn func(ReadTx) error) error
 }
 
+// SyncDeferrer is a Store that can commit a transaction and wait for it to
+// be durable as two steps. The governor releases a slot's lock in between,
+// so the next write to the slot does not wait for this one's sync: it
+// commits after this one, and the sync that makes it durable makes this
+// one durable too. Every write is still acknowledged only once durable.
+type SyncDeferrer interface {
+	// UpdateThenSync runs fn as Update does and returns once the
+	// transaction has committed, with sync, which returns once it is
+	// durable.
+	UpdateThenSync(ctx context.Context, fn func(Tx) error) (sync func() error, err error)
+}
+
 // ReadTx reads a consistent snapshot. Lookups of unknown ids return an error
 // with code ENOTFOUND.
 type ReadTx interface {

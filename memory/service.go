@@ -115,6 +115,25 @@ func (g *Governor) stripe(slotID string) int {
 	return int(h.Sum32() % uint32(len(g.stripes)))
 }
 
+// update runs fn in a transaction of the store and calls unlock, which
+// releases the locks of the slots fn changes: as soon as the transaction
+// has committed when the store can wait for durability apart (see
+// SyncDeferrer), else once it is durable. It returns once the transaction
+// is durable either way.
+func (g *Governor) update(ctx context.Context, unlock func(), fn func(Tx) error) error {
+	d, ok := g.store.(SyncDeferrer)
+	if !ok {
+		defer unlock()
+		return g.store.Update(ctx, fn)
+	}
+	sync, err := d.UpdateThenSync(ctx, fn)
+	unlock()
+	if err != nil {
+		return err
+	}
+	return sync()
+}
+
 // SubmitResult is the outcome of one candidate.
 type SubmitResult struct {
 	Outcome  Outcome `json:"outcome"`
@@ -138,12 +157,11 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 	}
 
 	unlock := g.lock(rec.SlotID)
-	defer unlock()
 	var res *SubmitResult
 	var conflicts []string
 	var action Action
 	var risk Risk
-	err := g.store.Update(ctx, func(tx Tx) error {
+	err := g.update(ctx, unlock, func(tx Tx) error {
 		st, err := loadSlot(tx, rec.SlotID)
 		if err != nil {
 			return err
@@ -406,11 +424,10 @@ func (g *Governor) decide(ctx context.Context, id string, rv Review, approve boo
 		return nil, err
 	}
 	unlock := g.lock(slotID)
-	defer unlock()
 	now := g.now()
 	var out *Record
 	var staleErr error
-	err = g.store.Update(ctx, func(tx Tx) error {
+	err = g.update(ctx, unlock, func(tx Tx) error {
 		staleErr, out = nil, nil
 		rec, err := tx.Record(id)
 		if err != nil {
@@ -483,10 +500,9 @@ func (g *Governor) Rollback(ctx context.Context, id string, cascade bool, reason
 		return nil, err
 	}
 	unlock := g.lock(slotID)
-	defer unlock()
 	now := g.now()
 	var res *RollbackResult
-	err = g.store.Update(ctx, func(tx Tx) error {
+	err = g.update(ctx, unlock, func(tx Tx) error {
 		res = &RollbackResult{}
 		rec, err := tx.Record(id)
 		if err != nil {

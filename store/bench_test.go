@@ -54,6 +54,33 @@ func BenchmarkSubmitLowRisk(b *testing.B) {
 	}
 }
 
+// BenchmarkSubmitOneSlot is 16 writers updating the same slot (a task's
+// progress checkpoint) with group commit: writes to one slot take its lock
+// in turn, so how many of them share a sync depends on how long each holds
+// it.
+func BenchmarkSubmitOneSlot(b *testing.B) {
+	st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	var n atomic.Int64
+	b.SetParallelism(8) // 16 writers on 2 cores
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			res, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
+				SubjectID: "task", FactType: "progress", Summary: fmt.Sprintf("step %d done", i)})
+			if err != nil || res.Outcome != memory.OutcomeApplied {
+				b.Fatal(res, err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
+}
+
 // BenchmarkBareBadgerWrite is the baseline: one durable Badger transaction
 // writing one JSON record, 32 writers in parallel.
 func BenchmarkBareBadgerWrite(b *testing.B) {

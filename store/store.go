@@ -170,8 +170,30 @@ func (s *Store) Size() (lsm, vlog int64) { return s.db.Size() }
 const maxAttempts = 64
 
 // Update runs fn in a read-write transaction, retrying it when Badger
-// reports a conflict with a concurrent transaction.
+// reports a conflict with a concurrent transaction, and returns once the
+// transaction is durable.
 func (s *Store) Update(ctx context.Context, fn func(memory.Tx) error) error {
+	if err := s.update(ctx, fn); err != nil {
+		return err
+	}
+	return s.durable()
+}
+
+// UpdateThenSync is Update returning as soon as the transaction has
+// committed, with sync, which returns once it is durable (memory.
+// SyncDeferrer). In group commit mode sync waits for a shared fsync; with
+// SyncWrites the commit itself was synced, and sync returns at once.
+func (s *Store) UpdateThenSync(ctx context.Context, fn func(memory.Tx) error) (sync func() error, err error) {
+	if err := s.update(ctx, fn); err != nil {
+		return nil, err
+	}
+	return s.durable, nil
+}
+
+var _ memory.SyncDeferrer = (*Store)(nil)
+
+// update runs fn in a transaction and commits it, retrying on conflicts.
+func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("store: update: %w", err)
@@ -185,7 +207,7 @@ func (s *Store) Update(ctx context.Context, fn func(memory.Tx) error) error {
 		txn.Discard()
 		switch {
 		case err == nil:
-			return s.durable()
+			return nil
 		case errors.Is(err, badger.ErrConflict) && attempt < maxAttempts:
 			time.Sleep(time.Duration(rand.IntN(50*attempt)) * time.Microsecond)
 			continue
