@@ -41,12 +41,22 @@ import (
 // that read at r applies when r+1 ≥ the key's version. A removed key keeps
 // its version in recent until no commit that read before it is in flight.
 //
-// A reader may see a commit that has not returned yet, and not see another
-// that has not returned either: it loads each record it returns from its
-// own snapshot and checks that it is active there.
+// A reader's part and its snapshot hold the same commits: the view moves to
+// a snapshot opened with the part under the gate (tx.CachedActive), which
+// no commit with changes crosses. Readers still load each record they
+// return from that snapshot and check it is active there. Parts are also
+// bounded in number (maxParts) and each counts an overhead, so ids with no
+// records, which clients choose, cannot grow the cache.
 type activeCache struct {
 	db     *badger.DB
 	budget int64
+
+	// gate makes a reader's snapshot match the cache: a commit with
+	// changes holds it shared from before Badger's commit until its
+	// changes are applied, and a reader takes it alone to open its
+	// snapshot and read the part (see tx.CachedActive). A commit is then
+	// in both or in neither.
+	gate sync.RWMutex
 
 	mu       sync.RWMutex
 	parts    map[string]*activePart
@@ -64,6 +74,13 @@ const activeCacheBytes = 16 << 20
 
 // tooBigRetry is how long a part found over budget is not loaded again.
 const tooBigRetry = time.Minute
+
+// maxParts bounds how many parts are kept, empty ones included: the ids
+// come from clients (a Mem0 user_id), and each part costs its key and
+// bookkeeping besides its entries (partOverhead).
+const maxParts = 4096
+
+func partOverhead(key string) int64 { return 320 + int64(len(key)) }
 
 func newActiveCache(db *badger.DB, budget int64) *activeCache {
 	return &activeCache{db: db, budget: budget, parts: map[string]*activePart{},
@@ -173,7 +190,9 @@ func (c *activeCache) begin(readTs uint64) {
 	c.mu.Unlock()
 }
 
-func (c *activeCache) end(readTs uint64, changes []activeChange, committed bool) {
+// end takes the outcome of a commit: committed, or failed (an error other
+// than a conflict, after which Badger may hold some of its writes).
+func (c *activeCache) end(readTs uint64, changes []activeChange, committed, failed bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := c.inflight[readTs] - 1; n > 0 {
@@ -181,9 +200,21 @@ func (c *activeCache) end(readTs uint64, changes []activeChange, committed bool)
 	} else {
 		delete(c.inflight, readTs)
 	}
-	if committed {
+	switch {
+	case committed:
 		for i := range changes {
 			c.apply(readTs, &changes[i])
+		}
+	case failed:
+		// What Badger kept is unknown: the parts it may touch go, and are
+		// loaded again from Badger when next read.
+		for i := range changes {
+			for _, pk := range partKeys(changes[i].subject, changes[i].scope) {
+				if p := c.parts[pk]; p != nil && !p.loading {
+					delete(c.parts, pk)
+					c.bytes -= p.bytes
+				}
+			}
 		}
 	}
 	c.forget()
@@ -234,7 +265,7 @@ func (c *activeCache) forget() {
 // evict drops the least recently used ready parts (keep aside) until the
 // ready parts fit the budget.
 func (c *activeCache) evict(keep *activePart) {
-	for c.bytes > c.budget {
+	for c.bytes > c.budget || len(c.parts) > maxParts {
 		var lru *activePart
 		for _, p := range c.parts {
 			if p != keep && !p.loading && (lru == nil || p.used.Load() < lru.used.Load()) {
@@ -317,7 +348,7 @@ func (c *activeCache) load(ctx context.Context, p *activePart) (out memory.Activ
 			return
 		}
 		p.set(es, vers)
-		p.bytes = size
+		p.bytes = size + partOverhead(p.key)
 		for _, b := range p.buf {
 			p.apply(b.readTs+1, &b.ch) // counts its size in p.bytes
 		}
@@ -329,6 +360,7 @@ func (c *activeCache) load(ctx context.Context, p *activePart) (out memory.Activ
 		if c.bytes > c.budget { // still over: this part alone is
 			delete(c.parts, p.key)
 			c.bytes -= p.bytes
+			c.tooBig[p.key] = time.Now().Add(tooBigRetry)
 		}
 	}()
 	txn := c.db.NewTransaction(false)
@@ -469,23 +501,62 @@ func (t *tx) activeChanged(r *memory.Record, active bool) {
 
 // commit commits t's transaction and hands its changes of the index of
 // active records to the cache, before the caller acknowledges the write.
-func (s *Store) commit(t *tx) error {
+func (s *Store) commit(t *tx) (err error) {
 	if s.cache == nil || len(t.changes) == 0 {
 		return t.txn.Commit()
 	}
+	s.cache.gate.RLock()
+	defer s.cache.gate.RUnlock()
 	readTs := t.txn.ReadTs()
 	s.cache.begin(readTs)
-	err := t.txn.Commit()
-	s.cache.end(readTs, t.changes, err == nil)
-	return err
+	defer func() { // deferred: a panic in Commit must not leave readTs in flight
+		s.cache.end(readTs, t.changes, err == nil, err != nil && !errors.Is(err, badger.ErrConflict))
+	}()
+	return t.txn.Commit()
 }
 
 var _ memory.ActiveCache = (*tx)(nil)
 
-// CachedActive implements memory.ActiveCache.
+// CachedActive implements memory.ActiveCache. The part and the view must
+// agree: a view's snapshot is taken before the part is read, and commits
+// may land in between, so a record superseded meanwhile would be missing
+// from the part while its successor is not active in the snapshot. So the
+// view moves to a new snapshot, opened with the part under the cache's
+// gate: every commit it holds is in the part, and no other. Only a View
+// moves (an Update's reads must stay in its own transaction), and only
+// before it has read anything else: List and the Mem0 search ask for the
+// part first.
 func (t *tx) CachedActive(ctx context.Context, subjectID string, scope memory.Scope) (memory.ActivePart, bool, error) {
-	if t.cache == nil {
+	if t.cache == nil || !t.readOnly || t.db == nil {
 		return memory.ActivePart{}, false, nil
 	}
-	return t.cache.part(ctx, subjectID, scope)
+	if _, ok, err := t.cache.part(ctx, subjectID, scope); !ok || err != nil {
+		return memory.ActivePart{}, false, err // loads it if needed, outside the gate
+	}
+	c := t.cache
+	c.gate.Lock()
+	txn := t.db.NewTransaction(false)
+	part, ok := c.ready(partKey(subjectID, scope))
+	c.gate.Unlock()
+	if !ok { // evicted meanwhile: the view scans its own snapshot
+		txn.Discard()
+		return memory.ActivePart{}, false, nil
+	}
+	if t.moved != nil {
+		t.moved.Discard()
+	}
+	t.txn, t.moved = txn, txn
+	return part, true, nil
+}
+
+// ready returns a snapshot of the ready part of key pk, if there is one.
+func (c *activeCache) ready(pk string) (memory.ActivePart, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p := c.parts[pk]
+	if p == nil || p.loading {
+		return memory.ActivePart{}, false
+	}
+	p.used.Store(c.tick.Add(1))
+	return p.snapshot(), true
 }

@@ -65,12 +65,12 @@ func checkCacheBytes(c *activeCache) error {
 		if p.loading {
 			continue
 		}
-		var size int64
+		size := partOverhead(k)
 		for _, e := range p.all() {
 			size += entrySize(e)
 		}
 		if size != p.bytes {
-			return fmt.Errorf("part %q counts %d bytes, its entries %d", k, p.bytes, size)
+			return fmt.Errorf("part %q counts %d bytes, its entries and overhead %d", k, p.bytes, size)
 		}
 		total += size
 	}
@@ -103,7 +103,7 @@ func TestActiveCacheLoadReplaysWhatCameMeanwhile(t *testing.T) {
 	c.mu.Unlock()
 	later := uint64(1 << 40) // read after anything the load's snapshot holds
 	c.begin(later)
-	c.end(later, []activeChange{{subject: "s", id: "zz-later", active: true, layer: memory.LayerKnowledge, summary: "came meanwhile"}}, true)
+	c.end(later, []activeChange{{subject: "s", id: "zz-later", active: true, layer: memory.LayerKnowledge, summary: "came meanwhile"}}, true, false)
 	part, ok, err := c.load(ctx, p)
 	if err != nil || !ok {
 		t.Fatalf("load: %v, %v", ok, err)
@@ -410,7 +410,7 @@ func TestActiveCacheOrdersChanges(t *testing.T) {
 				if ev.begin {
 					c.begin(ev.readTs)
 				} else {
-					c.end(ev.readTs, ev.ch, true)
+					c.end(ev.readTs, ev.ch, true, false)
 				}
 			}
 			var got []string
@@ -684,7 +684,7 @@ func BenchmarkActiveCacheCommit(b *testing.B) {
 					{subject: "s", id: cur, active: true, layer: memory.LayerKnowledge, scope: scope, summary: "a new summary"},
 				}
 				c.begin(ts)
-				c.end(ts, changes, true)
+				c.end(ts, changes, true, false)
 				ts += 2
 				for _, p := range c.parts {
 					p.snapshot() // a reader between writes
@@ -754,5 +754,142 @@ func TestActivePartChunks(t *testing.T) {
 	}
 	if len(p.chunks) < 2 && len(want) > 2*chunkSize {
 		t.Fatalf("%d entries in %d chunks", len(want), len(p.chunks))
+	}
+}
+
+// viewHookStore runs hook once, inside the next View, after the view's
+// snapshot is taken and before fn reads anything.
+type viewHookStore struct {
+	*Store
+	hook func()
+}
+
+func (h *viewHookStore) View(ctx context.Context, fn func(memory.ReadTx) error) error {
+	return h.Store.View(ctx, func(tx memory.ReadTx) error {
+		if f := h.hook; f != nil {
+			h.hook = nil
+			f()
+		}
+		return fn(tx)
+	})
+}
+
+// TestListSeesOneVersionWhileASlotIsSuperseded supersedes a slot's active
+// version between a List's snapshot and its read of the cached part: the
+// List must still return exactly one version of the slot, as a scan of one
+// snapshot does (DESIGN §1 rule 1, as readers see it).
+func TestListSeesOneVersionWhileASlotIsSuperseded(t *testing.T) {
+	for _, budget := range []int64{-1, 0} {
+		t.Run(fmt.Sprintf("cache budget %d", budget), func(t *testing.T) {
+			st, err := Open(Options{Dir: t.TempDir(), ActiveCacheBytes: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			hs := &viewHookStore{Store: st}
+			gov := memory.NewGovernor(memory.Options{Store: hs, Classifier: memory.ClassifierFunc(groupPolicy)})
+			ctx := context.Background()
+			submit := func(s string) {
+				t.Helper()
+				if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerState, SubjectID: "s",
+					FactType: "publish.auto", Summary: s}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			submit("publish auto on")
+			if _, err := gov.List(ctx, memory.ListFilter{SubjectID: "s"}); err != nil { // loads the part
+				t.Fatal(err)
+			}
+			hs.hook = func() { submit("publish auto off") } // acknowledged after the List's snapshot
+			got, err := gov.List(ctx, memory.ListFilter{SubjectID: "s"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 1 {
+				var sums []string
+				for _, r := range got {
+					sums = append(sums, r.Summary)
+				}
+				t.Fatalf("List saw %d active versions of the slot: %q", len(got), sums)
+			}
+		})
+	}
+}
+
+// TestListUnderConcurrentSupersedes keeps superseding one slot while
+// readers List its subject: every List must show exactly one version.
+func TestListUnderConcurrentSupersedes(t *testing.T) {
+	st, err := Open(Options{Dir: t.TempDir(), GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	ctx := context.Background()
+	for i := range 300 { // other records of the subject, so a List takes a while
+		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s",
+			FactType: fmt.Sprintf("filler.%d", i), Summary: "filler"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerState, SubjectID: "s",
+				FactType: "phase", Summary: fmt.Sprintf("phase %d", i)}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	bad := 0
+	for range 1500 {
+		got, err := gov.List(ctx, memory.ListFilter{SubjectID: "s", Layer: memory.LayerState})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 {
+			bad++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if bad > 0 {
+		t.Fatalf("%d of 1500 Lists did not see exactly one version of the slot", bad)
+	}
+}
+
+// TestEmptyPartsStayWithinBounds queries many entity ids with no records:
+// each leaves an empty part, and they must not grow the cache past its
+// bounds (the ids come from clients).
+func TestEmptyPartsStayWithinBounds(t *testing.T) {
+	st, err := Open(Options{Dir: t.TempDir(), ActiveCacheBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	ctx := context.Background()
+	for i := range 2 * maxParts {
+		if _, err := gov.List(ctx, memory.ListFilter{Scope: memory.Scope{UserID: fmt.Sprintf("nobody-%d", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := st.cache
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.parts) > maxParts || c.bytes > c.budget {
+		t.Fatalf("%d parts kept, counted as %d bytes (budget %d, at most %d parts)", len(c.parts), c.bytes, c.budget, maxParts)
+	}
+	if len(c.parts) == 0 {
+		t.Fatal("no part kept at all: the test no longer exercises the cache")
 	}
 }

@@ -32,9 +32,8 @@ func (t *tx) ReplaceRecord(old, r *memory.Record) error {
 // a run/session (kind "run") or an agent/user (kind "actor"), oldest first,
 // until fn returns false. It reads the slot id off the start of the stored
 // record instead of decoding all of it, and reads the records on up to
-// GOMAXPROCS goroutines: a quarantine waits for this scan before it can
-// split its work. Badger's reads of a snapshot are safe to run in parallel
-// (its own iterators prefetch values on several goroutines).
+// GOMAXPROCS goroutines, each on a snapshot of its own: a quarantine waits
+// for this scan before it can split its work.
 func (t *tx) ScanActorSlots(kind, id string, fn func(recordID, slotID string) bool) error {
 	var prefix []byte
 	switch kind {
@@ -54,12 +53,25 @@ func (t *tx) ScanActorSlots(kind, id string, fn func(recordID, slotID string) bo
 	}
 	slots := make([]string, len(ids))
 	workers := max(1, min(runtime.GOMAXPROCS(0), len(ids)/minPerReader))
+	if t.db == nil {
+		workers = 1
+	}
 	var eg errgroup.Group
 	for w := range workers {
 		eg.Go(func() error {
+			// A Badger transaction is not safe for concurrent use: each
+			// worker reads from a snapshot of its own. Records are never
+			// deleted, and the slot ids found are only where the batches
+			// look first: they read each record again under the slot's lock.
+			rt := t
+			if workers > 1 {
+				txn := t.db.NewTransaction(false)
+				defer txn.Discard()
+				rt = &tx{txn: txn}
+			}
 			for i := w * len(ids) / workers; i < (w+1)*len(ids)/workers; i++ {
 				var err error
-				if slots[i], err = t.recordSlot(ids[i]); err != nil {
+				if slots[i], err = rt.recordSlot(ids[i]); err != nil {
 					return fmt.Errorf("memory %s of %s %s: %w", ids[i], kind, id, err)
 				}
 			}

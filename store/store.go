@@ -199,7 +199,7 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 			return fmt.Errorf("store: update: %w", err)
 		}
 		txn := s.db.NewTransaction(true)
-		t := &tx{txn: txn, logs: s.logs, cache: s.cache}
+		t := &tx{txn: txn, db: s.db, logs: s.logs, cache: s.cache}
 		err := fn(t)
 		if err == nil {
 			err = s.commit(t)
@@ -227,7 +227,15 @@ func (s *Store) View(ctx context.Context, fn func(memory.ReadTx) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
-	return s.db.View(func(txn *badger.Txn) error { return fn(&tx{txn: txn, cache: s.cache}) })
+	return s.db.View(func(txn *badger.Txn) error {
+		t := &tx{txn: txn, db: s.db, cache: s.cache, readOnly: true}
+		defer func() {
+			if t.moved != nil {
+				t.moved.Discard()
+			}
+		}()
+		return fn(t)
+	})
 }
 
 // Backup writes a full backup of the database to w (Badger's backup format).

@@ -44,11 +44,16 @@ func key(parts ...string) []byte {
 
 type tx struct {
 	txn  *badger.Txn
+	db   *badger.DB
 	logs *logSyncer // in group commit mode, told of values for the value log
 	// The cache of the index of active records (nil if off), and the
 	// changes this transaction made to the index, for it (activecache.go).
 	cache   *activeCache
 	changes []activeChange
+	// In a View: readOnly is set, and moved holds a snapshot CachedActive
+	// moved the view to, discarded when the view ends.
+	readOnly bool
+	moved    *badger.Txn
 }
 
 var _ memory.Tx = (*tx)(nil)
