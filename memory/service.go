@@ -1044,6 +1044,59 @@ func (b *batchTx) SlotPending(slotID string) ([]*Record, error) {
 	return b.Tx.SlotPending(slotID)
 }
 
+// The other reads of the store see what the batch wrote only once it is
+// flushed: no undo step uses them today, and flushing first keeps it so if
+// one does.
+
+func (b *batchTx) SubjectSlots(subjectID string) ([]string, error) {
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	return b.Tx.SubjectSlots(subjectID)
+}
+
+func (b *batchTx) ScanActive(subjectID string, fn func(*Record) bool) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
+	return b.Tx.ScanActive(subjectID, fn)
+}
+
+func (b *batchTx) ScanPending(fn func(*Record) bool) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
+	return b.Tx.ScanPending(fn)
+}
+
+func (b *batchTx) ScanByActor(kind, id string, fn func(*Record) bool) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
+	return b.Tx.ScanByActor(kind, id, fn)
+}
+
+func (b *batchTx) ScanEvents(after string, fn func(*Event) bool) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
+	return b.Tx.ScanEvents(after, fn)
+}
+
+func (b *batchTx) RecordEvents(recordID string) ([]*Event, error) {
+	if err := b.flush(); err != nil {
+		return nil, err
+	}
+	return b.Tx.RecordEvents(recordID)
+}
+
+func (b *batchTx) ScanNotices(fn func(*Notice) bool) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
+	return b.Tx.ScanNotices(fn)
+}
+
 // flush writes what changed since the last flush and forgets what it read.
 func (b *batchTx) flush() error {
 	rr, canReplace := b.Tx.(RecordReplacer)

@@ -3,9 +3,11 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
 
+	"github.com/dgraph-io/badger/v4"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memgate/memgate/memory"
@@ -95,7 +97,9 @@ const minPerReader = 256
 // recordSlot returns the slot id of a stored record.
 func (t *tx) recordSlot(recID string) (string, error) {
 	item, err := t.txn.Get(key("r/", recID))
-	if err != nil {
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return "", memory.Errorf(memory.ENOTFOUND, "memory %s not found", recID)
+	} else if err != nil {
 		return "", fmt.Errorf("get: %w", err)
 	}
 	var slotID string
