@@ -832,19 +832,26 @@ func TestListUnderConcurrentSupersedes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	phase := func(i int) error {
+		_, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerState, SubjectID: "s",
+			FactType: "phase", Summary: fmt.Sprintf("phase %d", i)})
+		return err
+	}
+	if err := phase(0); err != nil { // the slot has a version before anyone reads
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for i := 0; ; i++ {
+		for i := 1; ; i++ {
 			select {
 			case <-stop:
 				return
 			default:
 			}
-			if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerState, SubjectID: "s",
-				FactType: "phase", Summary: fmt.Sprintf("phase %d", i)}); err != nil {
+			if err := phase(i); err != nil {
 				t.Error(err)
 				return
 			}
@@ -858,6 +865,11 @@ func TestListUnderConcurrentSupersedes(t *testing.T) {
 		}
 		if len(got) != 1 {
 			bad++
+			if bad <= 3 {
+				for _, r := range got {
+					t.Logf("List %d: %s %s %s", len(got), r.ID, r.Status, r.Summary)
+				}
+			}
 		}
 	}
 	close(stop)
