@@ -126,8 +126,16 @@ func (g *Governor) update(ctx context.Context, unlock func(), fn func(Tx) error)
 		defer unlock()
 		return g.store.Update(ctx, fn)
 	}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			unlock()
+		}
+	}
+	defer release() // also if fn panics
 	sync, err := d.UpdateThenSync(ctx, fn)
-	unlock()
+	release()
 	if err != nil {
 		return err
 	}

@@ -509,10 +509,16 @@ func (s *Store) commit(t *tx) (err error) {
 	defer s.cache.gate.RUnlock()
 	readTs := t.txn.ReadTs()
 	s.cache.begin(readTs)
-	defer func() { // deferred: a panic in Commit must not leave readTs in flight
-		s.cache.end(readTs, t.changes, err == nil, err != nil && !errors.Is(err, badger.ErrConflict))
+	returned := false
+	defer func() {
+		if !returned { // Commit panicked: readTs must not stay in flight, and what Badger kept is unknown
+			s.cache.end(readTs, t.changes, false, true)
+		}
 	}()
-	return t.txn.Commit()
+	err = t.txn.Commit()
+	returned = true
+	s.cache.end(readTs, t.changes, err == nil, err != nil && !errors.Is(err, badger.ErrConflict))
+	return err
 }
 
 var _ memory.ActiveCache = (*tx)(nil)

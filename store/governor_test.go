@@ -763,3 +763,46 @@ func countNotices(t *testing.T, e *env) map[memory.NoticeKind]int {
 	}
 	return n
 }
+
+// TestPanicInAWriteReleasesTheSlot panics inside a write's transaction (in
+// the classifier) and then writes to the same slot again: the slot's lock
+// must have been released, as net/http recovers a handler's panic and the
+// process goes on.
+func TestPanicInAWriteReleasesTheSlot(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var panicking atomic.Bool
+	panicking.Store(true)
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(
+		func(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+			if panicking.Load() {
+				panic("policy bug")
+			}
+			return testPolicy(ctx, in)
+		})})
+	cand := memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task", FactType: "progress", Summary: "step 1"}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the classifier's panic did not reach the caller")
+			}
+		}()
+		gov.Submit(context.Background(), cand)
+	}()
+	panicking.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := gov.Submit(ctx, cand); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the slot is still locked after a panic in a write")
+	}
+}
