@@ -18,16 +18,7 @@ import (
 // layer a filter lets through) of one user with 10,000 active memories
 // (DESIGN §7: p50 ≤ 1 ms). It reports p50/p99 beside ns/op.
 func BenchmarkSearch10k(b *testing.B) {
-	st, err := store.Open(store.Options{Dir: b.TempDir(), NoSync: true}) // reads do not depend on sync
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	apply := memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
-		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-	})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: apply})
-	h := New(Options{Gov: gov, Events: NewEventLog(st)})
+	gov, h := applyingHandler(b, store.Options{NoSync: true}) // reads do not depend on sync
 	words := []string{"amber", "basil", "cedar", "daisy", "ember", "fern", "ginger", "hazel", "iris", "jade",
 		"juniper", "kiwi", "lemon", "lilac", "maple", "mint", "olive", "pearl", "plum", "sage"}
 	const n = 10_000

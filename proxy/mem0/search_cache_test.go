@@ -31,16 +31,7 @@ func TestSearchFollowsWrites(t *testing.T) {
 
 func searchFollowsWrites(t *testing.T, preload, steps int) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	apply := memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
-		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-	})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: apply})
-	h := New(Options{Gov: gov, Events: NewEventLog(st)})
+	gov, h := applyingHandler(t, store.Options{NoSync: true})
 	rng := rand.New(rand.NewPCG(5, 6))
 	vocab := []string{"tea", "teas", "ramen", "hiking", "alps", "city", "cities", "glass", "the", "café", "猫"}
 	text := func() string {
@@ -116,16 +107,7 @@ func searchFollowsWrites(t *testing.T, preload, steps int) {
 // is active, and every search finds the memories that never change.
 func TestSearchReturnsOnlyActiveUnderWriters(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	apply := memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
-		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-	})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: apply})
-	h := New(Options{Gov: gov, Events: NewEventLog(st)})
+	gov, h := applyingHandler(t, store.Options{GroupCommit: true})
 	scope := memory.Scope{UserID: "u"}
 	for i := range 3 {
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, Scope: scope, Summary: fmt.Sprintf("steady fact %d", i)}); err != nil {
@@ -186,4 +168,22 @@ func TestSearchReturnsOnlyActiveUnderWriters(t *testing.T) {
 	writers.Wait()
 	close(stop)
 	searchers.Wait()
+}
+
+// applyingHandler opens a store on a temporary directory with o and
+// serves a Handler over it whose governor applies every write; the store
+// closes when the test ends.
+func applyingHandler(tb testing.TB, o store.Options) (*memory.Governor, *Handler) {
+	tb.Helper()
+	o.Dir = tb.TempDir()
+	st, err := store.Open(o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	apply := memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
+		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+	})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: apply})
+	return gov, New(Options{Gov: gov, Events: NewEventLog(st)})
 }
