@@ -84,12 +84,7 @@ func checkCacheBytes(c *activeCache) error {
 // has a commit return meanwhile (one newer than the load's snapshot, made
 // up), and finds it in the part once loaded, sizes counted once.
 func TestActiveCacheLoadReplaysWhatCameMeanwhile(t *testing.T) {
-	st, err := Open(Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	st, gov := applyingGovernor(t, Options{InMemory: true})
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", Summary: fmt.Sprint("stored ", i)}); err != nil {
@@ -343,12 +338,7 @@ func checkListsActive(t *testing.T, gov *memory.Governor, records, subjects, use
 // TestCheckActiveCacheSeesABypass makes sure the check above would catch
 // a commit path that changes the index without telling the cache.
 func TestCheckActiveCacheSeesABypass(t *testing.T) {
-	st, err := Open(Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	st, gov := applyingGovernor(t, Options{InMemory: true})
 	ctx := context.Background()
 	res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", Summary: "kept"})
 	if err != nil {
@@ -432,12 +422,7 @@ func TestActiveCacheOrdersChanges(t *testing.T) {
 // (read-your-writes through the cache), while readers list and parts load,
 // then holds the cache to Badger.
 func TestActiveCacheConcurrentWriters(t *testing.T) {
-	st, err := Open(Options{Dir: t.TempDir(), GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	st, gov := applyingGovernor(t, Options{Dir: t.TempDir(), GroupCommit: true})
 	ctx := context.Background()
 	stop := make(chan struct{})
 	scope := memory.Scope{UserID: "u"}
@@ -593,12 +578,7 @@ func TestActiveCacheAcrossRestart(t *testing.T) {
 // used goes first, and a part larger than the whole budget is not kept,
 // its readers scanning Badger instead.
 func TestActiveCacheBudget(t *testing.T) {
-	st, err := Open(Options{InMemory: true, ActiveCacheBytes: 100 << 10}) // two parts of 40 entries, not one of 400
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	st, gov := applyingGovernor(t, Options{InMemory: true, ActiveCacheBytes: 100 << 10}) // two parts of 40 entries, not one of 400
 	ctx := context.Background()
 	for subject, n := range map[string]int{"small-a": 40, "small-b": 40, "big": 400} {
 		for i := range n {
@@ -819,12 +799,7 @@ func TestListSeesOneVersionWhileASlotIsSuperseded(t *testing.T) {
 // TestListUnderConcurrentSupersedes keeps superseding one slot while
 // readers List its subject: every List must show exactly one version.
 func TestListUnderConcurrentSupersedes(t *testing.T) {
-	st, err := Open(Options{Dir: t.TempDir(), GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	_, gov := applyingGovernor(t, Options{Dir: t.TempDir(), GroupCommit: true})
 	ctx := context.Background()
 	for i := range 300 { // other records of the subject, so a List takes a while
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s",
@@ -883,12 +858,7 @@ func TestListUnderConcurrentSupersedes(t *testing.T) {
 // each leaves an empty part, and they must not grow the cache past its
 // bounds (the ids come from clients).
 func TestEmptyPartsStayWithinBounds(t *testing.T) {
-	st, err := Open(Options{Dir: t.TempDir(), ActiveCacheBytes: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	st, gov := applyingGovernor(t, Options{Dir: t.TempDir(), ActiveCacheBytes: 64 << 10})
 	ctx := context.Background()
 	for i := range 2 * maxParts {
 		if _, err := gov.List(ctx, memory.ListFilter{Scope: memory.Scope{UserID: fmt.Sprintf("nobody-%d", i)}}); err != nil {
@@ -904,4 +874,16 @@ func TestEmptyPartsStayWithinBounds(t *testing.T) {
 	if len(c.parts) == 0 {
 		t.Fatal("no part kept at all: the test no longer exercises the cache")
 	}
+}
+
+// applyingGovernor opens a store with o and a governor over it that
+// applies every write (groupPolicy); the store closes when the test ends.
+func applyingGovernor(t *testing.T, o Options) (*Store, *memory.Governor) {
+	t.Helper()
+	st, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 }
