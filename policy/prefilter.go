@@ -50,30 +50,18 @@ func compilePrefiltered(pattern string) (*prefiltered, error) {
 	return p, nil
 }
 
-// matches reports whether s matches; lowered caches strings.ToLower(s).
-func (p *prefiltered) matches(s string, lowered *string) bool {
-	return p.passes(s, lowered) && p.re.MatchString(s)
-}
-
 // mayMatch reports whether s passes the prefilter, so a match is possible.
+// The pattern features test many patterns at once (prefilterIndex); this
+// tests one, for the captures.
 func (p *prefiltered) mayMatch(s string) bool {
-	var lowered string
-	return p.passes(s, &lowered)
-}
-
-func (p *prefiltered) passes(s string, lowered *string) bool {
 	if len(p.literals) == 0 {
 		return true
 	}
-	text := s
 	if p.fold {
-		if *lowered == "" {
-			*lowered = foldForPrefilter(s)
-		}
-		text = *lowered
+		s = foldForPrefilter(s)
 	}
 	for _, lit := range p.literals {
-		if strings.Contains(text, lit) {
+		if strings.Contains(s, lit) {
 			return true
 		}
 	}
