@@ -1,0 +1,96 @@
+// Package secrets finds credentials in text, so that memgate never stores
+// one. [Scanner.FindSecrets] returns the ids of the rules that matched,
+// never the matched text.
+//
+// # What is detected
+//
+// Every text is checked by two sets of rules:
+//
+//   - gitleaks v8's default rules (about 220: cloud provider keys such as
+//     AWS AKIA/ASIA ids and GCP AIza keys, GitHub ghp_ and github_pat_,
+//     GitLab glpat-, Stripe sk_live_/rk_live_, OpenAI keys with the
+//     T3BlbkFJ marker, Anthropic sk-ant-api03 keys, Slack tokens and
+//     webhooks, JWTs, PEM private keys, and the generic "api_key = ..."
+//     assignment). Their ids are gitleaks' (aws-access-token, github-pat,
+//     generic-api-key, ...).
+//   - this package's own rules, for what gitleaks misses:
+//     password-assignment (English prose and config: "The SMTP password
+//     for the mailer is Orchid-7741!", "db_password = ...", "API key:
+//     ..."), password-assignment-zh (Chinese: "wifi 密码是 ...",
+//     "数据库口令：...", "腾讯云 SecretKey 是 ..."), credential-url
+//     (redis://user:pass@host and other schemes), basic-auth-header,
+//     cli-password (mysql -pSECRET, sshpass -p SECRET, redis-cli -a),
+//     openai-project-key and sk-prefixed-key (OpenAI-style keys without
+//     the marker), anthropic-key (other lengths and kinds),
+//     aws-secret-access-key (the 40-character secret near an access key
+//     id or named as such), azure-connection-string-key (AccountKey= and
+//     SharedAccessKey=), private-key-block (a PEM header followed by key
+//     material, without the END line), bearer-token and
+//     tencent-cloud-secret-id (AKID...).
+//
+// An assignment counts only if its value looks like a credential: at
+// least 6 characters with a digit, a symbol or mixed case, and not a
+// placeholder (<password>, ${PASS}, ****), a date or version, a path, an
+// e-mail address, a code reference (os.environ[...]) or a password
+// manager's name. Words between the keyword and the verb such as "reset",
+// "policy" or "length" (策略, 长度, 需要) mark a sentence about a password
+// rather than one giving it. So "the VPN password is stored in 1Password",
+// "password reset emails go out at 9" and "密码需要每90天修改一次" are not
+// findings.
+//
+// # Forms scanned
+//
+// Each text is scanned as written and folded (NFKC, with format
+// characters, variation selectors and other default-ignorable characters
+// removed), so that a zero-width space inside a key or full-width letters
+// do not hide it. Both are also scanned with spaced-out keys joined
+// ("AKIA ULQU YFHO ...", "s k _ l i v e _ ...", "AKIA-ULQU-YFHO-..."),
+// and with base64 (standard or URL alphabet) and hex tokens of at least 16
+// characters decoded in place when they decode to mostly printable text; a
+// rule that matches only then is reported as "decoded-base64:<rule>" or
+// "decoded-hex:<rule>". Commit SHAs, UUIDs and checksums decode to binary
+// and are left alone. These derived forms are built paragraph by paragraph
+// (paragraphs are separated by a blank line, as memory.ScanRecord joins a
+// record's fields), and only the paragraphs a form changes are scanned
+// again, together.
+//
+// # Cost
+//
+// gitleaks' detector runs all ~220 rules whose keywords occur, and short
+// keywords ("key", "ey", "sk") occur in most prose: 20-30 µs per short
+// text, mostly in its generic rule. A gate (gate.go) works out which rules
+// cannot match: from each rule's regular expression it derives strings
+// every match must contain and a cheap anchored check where a match could
+// start. The rules left, usually none, run alone, each in a detector of its
+// own; the full detector decides whenever that could differ (a generic
+// finding next to another rule's). Tests compare the result with the full
+// detector's on every test text, on strings generated from every rule and
+// on random text.
+//
+// # Known limits
+//
+//   - A password given without a keyword ("it's Orchid-7741!") or with a
+//     keyword we do not know is not found, nor is one that looks like a
+//     word: letters only and at most one case change ("changeme",
+//     "correct-horse-battery").
+//   - Values shorter than 6 characters (a 4-digit PIN) are not reported.
+//   - A keyword and its value more than five words apart, or across a
+//     line break, are not linked.
+//   - Look-alike letters from other scripts (Cyrillic а for Latin a) are
+//     not folded, so a key spelled with them is missed.
+//   - Keys split into pieces of unequal length, or of more than 8
+//     characters, or across lines, are not joined.
+//   - Encodings other than base64 and hex (URL encoding, gzip, base32,
+//     ROT13), and encodings nested more than one level, are not decoded.
+//   - The other way round, after a keyword and a verb any word with a
+//     digit or a symbol counts ("the token is v2-format" is reported).
+//   - gitleaks' rules for provider formats are taken as they are: a
+//     format it lacks and we do not add is missed, and its generic rule
+//     can flag a high-entropy value after words like "key" or "token".
+//   - A derived form is scanned a paragraph at a time, so a secret that
+//     folding, joining or decoding would reveal only across a blank line
+//     is missed.
+//   - Cost grows with length, and most when gitleaks' generic rule could
+//     match somewhere (as in "auth: enabled_for_all_users"): it then runs
+//     over the whole text, 10-20 ms for 16 KB.
+package secrets
