@@ -1,10 +1,15 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memgate/memgate/textfold"
 )
 
 // Bounds on candidate fields. Request bodies are bounded by the surfaces;
@@ -42,6 +47,19 @@ func (c *Candidate) Normalize() error {
 	if c.Op == OpDelete && c.SlotID == "" && (c.SubjectID == "" || c.FactType == "") {
 		return Errorf(EINVALID, "a delete names a memory id, or a subjectId and factType")
 	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"subjectId", &c.SubjectID}, {"factType", &c.FactType}} {
+		if *f.v == "" {
+			continue
+		}
+		id, err := FoldID(*f.v)
+		if err != nil {
+			return Errorf(EINVALID, "%s: %v", f.name, err)
+		}
+		*f.v = id
+	}
 	for _, f := range []struct{ name, v string }{
 		{"slotId", c.SlotID}, {"subjectId", c.SubjectID}, {"factType", c.FactType},
 		{"actor.agentId", c.Actor.AgentID}, {"actor.userId", c.Actor.UserID},
@@ -65,6 +83,9 @@ func (c *Candidate) Normalize() error {
 	if len(c.Value) > 0 && !json.Valid(c.Value) {
 		return Errorf(EINVALID, "value is not valid JSON")
 	}
+	if err := checkNumbers("value", c.Value); err != nil {
+		return err
+	}
 	if n := len(c.Evidence.Excerpt) + len(c.Evidence.SourceRef); n > MaxEvidenceBytes {
 		return Errorf(EINVALID, "evidence is %d bytes, more than the %d allowed", n, MaxEvidenceBytes)
 	}
@@ -75,6 +96,9 @@ func (c *Candidate) Normalize() error {
 		}
 		if len(b) > MaxMetadataBytes {
 			return Errorf(EINVALID, "metadata is %d bytes, more than the %d allowed", len(b), MaxMetadataBytes)
+		}
+		if err := checkNumbers("metadata", b); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -95,4 +119,39 @@ func checkID(name, v string) error {
 		}
 	}
 	return nil
+}
+
+// checkNumbers refuses a JSON document holding a number that does not fit
+// a float64 (1e999999): valid JSON, but policy cannot read it, so it would
+// park the write with a policy error and every later write to its slot
+// with it.
+func checkNumbers(name string, raw []byte) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // the end, or a syntax error json.Valid reports
+		}
+		if n, ok := tok.(json.Number); ok {
+			if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+				return Errorf(EINVALID, "%s holds the number %.40s, which is out of range for a 64-bit float", name, string(n))
+			}
+		}
+	}
+}
+
+// FoldID normalises a slot id part (subjectId, factType) so that look-alikes
+// name one slot: NFKC, white space trimmed, invisible characters removed,
+// mixed-script confusables folded (see package textfold). "proj-c\u0430fe",
+// " proj-cafe" and "proj-\u200bcafe" are all "proj-cafe".
+func FoldID(s string) (string, error) {
+	id, err := textfold.ID(s)
+	if err != nil {
+		return "", errors.New(strings.TrimPrefix(err.Error(), "textfold: "))
+	}
+	return id, nil
 }

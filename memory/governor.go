@@ -13,6 +13,22 @@ type SlotState struct {
 	Pending []*Record // parked writes, oldest first
 }
 
+// Layers returns the layers the slot holds: its own, its head's and its
+// pending writes'. A write to the slot is judged at least at the highest.
+func (s *SlotState) Layers() []Layer {
+	var out []Layer
+	if s.Slot != nil {
+		out = append(out, s.Slot.Layer)
+	}
+	if s.Head != nil {
+		out = append(out, s.Head.Layer)
+	}
+	for _, p := range s.Pending {
+		out = append(out, p.Layer)
+	}
+	return out
+}
+
 // Active returns the slot's active record, or nil.
 func (s *SlotState) Active() *Record {
 	if s.Head != nil && s.Head.Status == StatusActive {
@@ -82,13 +98,15 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 		return eff, OutcomeUnchanged, nil
 	}
 
+	if dec.Action == ActionReject {
+		redact(rec, dec.Redact) // before the slot is touched: a new slot copies its fields
+	}
 	slot := touchSlot(st.Slot, rec, now)
 	slot.Versions++
 	eff.Slots = append(eff.Slots, slot)
 
 	switch dec.Action {
 	case ActionReject:
-		redact(rec)
 		rec.Status = StatusRejected
 		rec.DecidedAt = now
 		eff.Records = append(eff.Records, rec)
@@ -325,8 +343,9 @@ func Retract(rec *Record, reason, by string, now time.Time) (Effects, error) {
 
 // redact keeps only a fingerprint of a rejected candidate's content: what
 // policy refuses may be exactly what must never be stored (a credential).
-func redact(r *Record) {
+func redact(r *Record, fields []string) {
 	sum := sha256.Sum256(append([]byte(r.Summary+"\x00"), r.Value...))
 	r.Summary = fmt.Sprintf("[redacted: %d bytes rejected by policy, sha256 %x]", len(r.Summary)+len(r.Value), sum[:8])
 	r.Value, r.Metadata, r.Evidence.Excerpt = nil, nil, ""
+	redactFields(r, fields)
 }

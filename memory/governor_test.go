@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,29 @@ func TestRollbackTransition(t *testing.T) {
 	}
 }
 
+// TestSlotIDsFold: look-alike subject ids and fact types name one slot.
+func TestSlotIDsFold(t *testing.T) {
+	for _, tc := range []struct{ subject, factType string }{
+		{"proj-cafe", "publish.auto"},
+		{"proj-c\u0430fe", "publish.auto"},        // Cyrillic а
+		{"  proj-cafe ", "publish.auto"},          // white space
+		{"proj-\u200bcafe", "publish.\u00adauto"}, // zero-width space, soft hyphen
+		{"ｐｒｏｊ-cafe", "publish.aut\u043e"},        // full width; Cyrillic о
+	} {
+		c := Candidate{SubjectID: tc.subject, FactType: tc.factType, Summary: "x"}
+		if err := c.Normalize(); err != nil {
+			t.Fatalf("%q/%q: %v", tc.subject, tc.factType, err)
+		}
+		if c.SubjectID != "proj-cafe" || c.FactType != "publish.auto" {
+			t.Errorf("%q/%q normalized to %q/%q, want proj-cafe/publish.auto", tc.subject, tc.factType, c.SubjectID, c.FactType)
+		}
+	}
+	a, b := Candidate{SubjectID: "proj-caf\u00e9", Summary: "x"}, Candidate{SubjectID: "proj-cafe\u0301", Summary: "x"}
+	if a.Normalize() != nil || b.Normalize() != nil || a.SubjectID != b.SubjectID {
+		t.Errorf("composed and decomposed é name different slots: %q, %q", a.SubjectID, b.SubjectID)
+	}
+}
+
 func TestCandidateNormalize(t *testing.T) {
 	cases := []struct {
 		name string
@@ -227,9 +251,12 @@ func TestCandidateNormalize(t *testing.T) {
 		{"empty", Candidate{SubjectID: "s", Summary: "   "}, "summary is required"},
 		{"delete without target", Candidate{Op: OpDelete, SubjectID: "s"}, "a delete names"},
 		{"long summary", Candidate{SubjectID: "s", Summary: strings.Repeat("记", MaxSummaryBytes)}, "summary is"},
-		{"control char", Candidate{SubjectID: "s\n", Summary: "x"}, "control character"},
+		{"control char", Candidate{SubjectID: "s\x07t", Summary: "x"}, "control character"},
+		{"only invisible", Candidate{SubjectID: "\u200b", Summary: "x"}, "subjectId"},
 		{"long id", Candidate{SubjectID: strings.Repeat("s", MaxIDLen+1), Summary: "x"}, "subjectId is"},
 		{"bad value", Candidate{SubjectID: "s", Summary: "x", Value: []byte("{")}, "not valid JSON"},
+		{"number out of range", Candidate{SubjectID: "s", Summary: "x", Value: []byte(`{"n": 1e999999}`)}, "out of range"},
+		{"number out of range in metadata", Candidate{SubjectID: "s", Summary: "x", Metadata: map[string]any{"n": json.Number("-1e400")}}, "out of range"},
 		{"bad source", Candidate{SubjectID: "s", Summary: "x", CandidateSource: "gossip"}, "candidateSource"},
 	}
 	for _, tc := range cases {

@@ -196,6 +196,43 @@ type PolicyInput struct {
 	Pending   []*Record `json:"pending"` // the slot's pending records
 	Actor     Actor     `json:"actor"`
 	Dialect   string    `json:"dialect"`
+	// Secrets are the credentials the governor's scanner found in the
+	// candidate, by field and rule; never the secret itself, so the input
+	// can be kept in the audit log and replayed.
+	Secrets []SecretFinding `json:"secrets"`
+	// Judge is a model's second opinion on the candidate's text, when one
+	// is configured and answered in time; null otherwise.
+	Judge *Verdict `json:"judge"`
+}
+
+// SecretFinding says which field of a candidate holds a credential and
+// which detection rule found it.
+type SecretFinding struct {
+	Field string `json:"field"` // e.g. summary, value, metadata.url, actor.agentId
+	Rule  string `json:"rule"`  // e.g. aws-access-token, password-assignment
+}
+
+// SecretScanner finds credentials in text. It returns the ids of the
+// rules that matched, or none; never the matched text.
+type SecretScanner interface {
+	FindSecrets(text string) []string
+}
+
+// Verdict is a model's classification of a candidate's text (the judge).
+// Policy may let it raise risk, never lower it.
+type Verdict struct {
+	// Label is what the text is: strategy, permission, state_change,
+	// inference, poisoning, secret, preference, checkpoint or knowledge.
+	Label  string `json:"label"`
+	Risk   Risk   `json:"risk"`
+	Reason string `json:"reason,omitempty"`
+	Model  string `json:"model,omitempty"`
+}
+
+// Judge classifies a candidate's text with a model. An error (down, slow,
+// unparseable answer) means no second opinion: the rules' verdict stands.
+type Judge interface {
+	Judge(ctx context.Context, rec *Record) (*Verdict, error)
 }
 
 // Classifier decides the risk of a candidate. An error makes the governor

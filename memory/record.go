@@ -36,6 +36,38 @@ func (l Layer) Valid() bool {
 	return false
 }
 
+// Rank orders layers by what a wrong change to them costs: policy, then
+// state, knowledge, preference and checkpoint. A write is judged at the
+// highest of the layer its writer declared, the layer its text reads as and
+// the layers its slot holds, so a declared layer can raise risk, never
+// lower it. An unknown layer ranks below every known one.
+func (l Layer) Rank() int {
+	switch l {
+	case LayerPolicy:
+		return 4
+	case LayerState:
+		return 3
+	case LayerKnowledge:
+		return 2
+	case LayerPreference:
+		return 1
+	case LayerCheckpoint:
+		return 0
+	}
+	return -1
+}
+
+// HighestLayer returns the highest-ranked of the layers; "" if none is known.
+func HighestLayer(layers ...Layer) Layer {
+	var best Layer
+	for _, l := range layers {
+		if l.Valid() && (best == "" || l.Rank() > best.Rank()) {
+			best = l
+		}
+	}
+	return best
+}
+
 // AllowsAppend reports whether a parked write of this layer may be approved
 // as an append (a slot of its own) instead of an override. Current facts and
 // policies must stay single-valued, so only knowledge and preference can.
@@ -108,6 +140,9 @@ const (
 	CategoryStrategy      = "strategy"
 	CategoryStateOverride = "state_override"
 	CategoryInference     = "inference"
+	// CategoryPoisoning is text that tries to instruct the agent or its
+	// tools through memory (OWASP's agentic top 10: memory poisoning).
+	CategoryPoisoning = "poisoning"
 )
 
 // Actor is who triggered a write.
@@ -171,6 +206,9 @@ type Decision struct {
 	Revision string `json:"revision,omitempty"`
 	// PolicyError is set when the decision was made by failing closed.
 	PolicyError string `json:"policyError,omitempty"`
+	// Redact names the fields of a rejected candidate that held a secret
+	// (see SecretFinding); the governor sets it, and they are not kept.
+	Redact []string `json:"redact,omitempty"`
 }
 
 // ReviewMode is how a parked write is approved.
@@ -199,10 +237,15 @@ const (
 
 // Record is one version of a memory.
 type Record struct {
-	ID              string          `json:"id"`
-	SlotID          string          `json:"slotId"`
-	Op              Op              `json:"op,omitempty"`
-	Layer           Layer           `json:"layer"`
+	ID     string `json:"id"`
+	SlotID string `json:"slotId"`
+	Op     Op     `json:"op,omitempty"`
+	Layer  Layer  `json:"layer"`
+	// DeclaredLayer is the layer the writer declared ("" if none) and
+	// InferredLayer the one policy read from the text ("" if none); Layer
+	// is the highest of them and of the layers the slot held.
+	DeclaredLayer   Layer           `json:"declaredLayer,omitempty"`
+	InferredLayer   Layer           `json:"inferredLayer,omitempty"`
 	SubjectID       string          `json:"subjectId"`
 	FactType        string          `json:"factType,omitempty"`
 	Summary         string          `json:"summary"`

@@ -36,6 +36,16 @@ type Options struct {
 	PolicyTimeout time.Duration
 	// BatchSlots is how many slots quarantine and restore change per transaction.
 	BatchSlots int
+	// Secrets scans every string a candidate carries (default: the
+	// Classifier, if it is a SecretScanner). A candidate
+	// with a finding is rejected and redacted whatever policy decides, so a
+	// secret is never applied, parked or logged; policy sees the findings
+	// as input.secrets.
+	Secrets SecretScanner
+	// Judge, if set, gives a model's second opinion on a candidate's text,
+	// as input.judge. It is asked before the slot is locked; an error or a
+	// late answer leaves the rules' verdict alone.
+	Judge Judge
 }
 
 // Governor runs every memory write through policy and applies the resulting
@@ -51,13 +61,19 @@ type Governor struct {
 	waker   Notified
 	timeout time.Duration
 	batch   int
+	secrets SecretScanner
+	judge   Judge
 	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
 }
 
 // NewGovernor returns a Governor with defaults filled in.
 func NewGovernor(o Options) *Governor {
 	g := &Governor{store: o.Store, policy: o.Classifier, obs: o.Observer, log: o.Logger, now: o.Now,
-		newID: o.NewID, outbox: o.Outbox, waker: o.Waker, timeout: o.PolicyTimeout, batch: o.BatchSlots}
+		newID: o.NewID, outbox: o.Outbox, waker: o.Waker, timeout: o.PolicyTimeout, batch: o.BatchSlots,
+		secrets: o.Secrets, judge: o.Judge}
+	if g.secrets == nil {
+		g.secrets, _ = o.Classifier.(SecretScanner)
+	}
 	if g.obs == nil {
 		g.obs = NopObserver{}
 	}
@@ -163,6 +179,8 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 	if err := g.placeRecord(ctx, rec); err != nil {
 		return nil, err
 	}
+	findings := ScanRecord(g.secrets, rec)
+	verdict := g.askJudge(ctx, rec, findings)
 
 	unlock := g.lock(rec.SlotID)
 	var res *SubmitResult
@@ -177,18 +195,21 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 		if c.SlotID != "" && st.Slot == nil {
 			return Errorf(ENOTFOUND, "memory %s not found", c.SlotID)
 		}
+		rec.Layer = HighestLayer(append(st.Layers(), rec.Layer)...)
 		in := &PolicyInput{Op: rec.Op, Candidate: rec, Current: st.Active(), Pending: st.Pending,
-			Actor: rec.Actor, Dialect: rec.Actor.Dialect}
+			Actor: rec.Actor, Dialect: rec.Actor.Dialect, Secrets: findings, Judge: verdict}
 		if in.Pending == nil {
 			in.Pending = []*Record{}
 		}
-		dec := g.classify(ctx, in)
+		dec := withSecrets(g.classify(ctx, in), findings)
 		eff, outcome, err := Submit(st, rec, dec, now)
 		if err != nil {
 			return err
 		}
 		if outcome == OutcomeRefused {
-			in.Candidate = eff.Records[0] // the redacted record: the log must not keep it either
+			// The redacted record: the log must not keep the secret either.
+			in.Candidate = eff.Records[0]
+			in.Actor = eff.Records[0].Actor
 		}
 		if raw, err := json.Marshal(in); err == nil {
 			for _, ev := range eff.Events {
@@ -227,15 +248,20 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 	return res, nil
 }
 
-// placeRecord decides the record's slot. Free-text memories get their layer,
-// fact type (and a subject, where the writer gave only a scope) from policy.
+// placeRecord decides the record's slot and layer. Policy reads the
+// layer the text implies (the inferred layer) for every write; free-text
+// memories also get their fact type (and a subject, where the writer gave
+// only a scope) from it. The record's layer is the highest of the declared
+// and the inferred one: a writer's declaration can raise risk, never lower
+// it (the slot's own layers are added under the slot's lock, in Submit).
 func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
+	rec.DeclaredLayer = rec.Layer
 	subjectFromScope := false
 	if rec.SubjectID == "" && rec.SlotID == "" {
 		rec.SubjectID, subjectFromScope = rec.Scope.Entity(), true
 	}
+	var slot *Slot
 	if rec.SlotID != "" {
-		var slot *Slot
 		err := g.store.View(ctx, func(tx ReadTx) (err error) {
 			slot, err = tx.Slot(rec.SlotID)
 			return err
@@ -244,35 +270,59 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 			return err
 		}
 		rec.SubjectID, rec.FactType = slot.SubjectID, slot.FactType
-		if rec.Layer == "" {
-			rec.Layer = slot.Layer
-		}
 		if rec.Scope == (Scope{}) {
 			rec.Scope = slot.Scope
 		}
-		return nil
 	}
-	if rec.Layer == "" || rec.FactType == "" || subjectFromScope {
+	// A Placer reads the layer of every text; a plain Classifier places
+	// through its decision, so it is asked only about free text.
+	_, placer := g.policy.(Placer)
+	freeText := rec.Layer == "" || rec.FactType == "" || subjectFromScope
+	if (rec.Summary != "" || len(rec.Value) > 0) && (placer || (freeText && slot == nil)) {
 		in := &PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect}
 		pl := g.place(ctx, in)
-		if rec.Layer == "" && pl.Layer.Valid() {
-			rec.Layer = pl.Layer
+		if pl.Layer.Valid() {
+			rec.InferredLayer = pl.Layer
 		}
-		if rec.FactType == "" {
-			rec.FactType = pl.FactType
-		}
-		if subjectFromScope && pl.SubjectID != "" {
-			rec.SubjectID = pl.SubjectID
+		if slot == nil {
+			if rec.FactType == "" {
+				rec.FactType = pl.FactType
+			}
+			if subjectFromScope && pl.SubjectID != "" {
+				rec.SubjectID = pl.SubjectID
+			}
 		}
 		if len(rec.Value) == 0 && len(pl.Value) > 0 && json.Valid(pl.Value) {
 			rec.Value = pl.Value
 		}
 	}
+	var slotLayer Layer
+	if slot != nil {
+		slotLayer = slot.Layer
+	}
+	rec.Layer = HighestLayer(rec.DeclaredLayer, rec.InferredLayer, slotLayer)
 	if rec.Layer == "" {
 		rec.Layer = LayerKnowledge
 	}
+	if slot != nil {
+		return nil
+	}
 	if rec.SubjectID == "" {
 		return Errorf(EINVALID, "subjectId is required (or a user, agent, app or run scope)")
+	}
+	// A subject from the scope or the placement names a slot too.
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"subjectId", &rec.SubjectID}, {"factType", &rec.FactType}} {
+		if *f.v == "" {
+			continue
+		}
+		id, err := FoldID(*f.v)
+		if err != nil {
+			return Errorf(EINVALID, "%s: %v", f.name, err)
+		}
+		*f.v = id
 	}
 	if err := checkID("factType", rec.FactType); err != nil {
 		return err
@@ -289,6 +339,21 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 		rec.SlotID = rec.ID // a slot of its own
 	}
 	return nil
+}
+
+// askJudge asks the judge, if any, for a second opinion on the record's
+// text. Never for a record with a secret (it is rejected anyway, and the
+// text must not leave the process); nil when there is no answer.
+func (g *Governor) askJudge(ctx context.Context, rec *Record, findings []SecretFinding) *Verdict {
+	if g.judge == nil || len(findings) > 0 || rec.Summary == "" {
+		return nil
+	}
+	v, err := g.judge.Judge(ctx, rec)
+	if err != nil {
+		g.log.Debug("judge gave no verdict; the rules decide alone", "err", err, "record", rec.ID)
+		return nil
+	}
+	return v
 }
 
 // place asks policy where free text goes. A failure places nothing: the
@@ -453,6 +518,7 @@ func (g *Governor) decide(ctx context.Context, id string, rv Review, approve boo
 		}
 		if ErrorCode(err) == ESTALE {
 			staleErr = err
+			rec.Layer = HighestLayer(append(st.Layers(), rec.Layer)...)
 			in := &PolicyInput{Op: rec.Op, Candidate: rec, Current: st.Active(), Pending: others(st.Pending, rec.ID),
 				Actor: rec.Actor, Dialect: rec.Actor.Dialect}
 			eff = Restale(st, rec, g.classify(ctx, in), rv.By, now)

@@ -16,7 +16,7 @@ var ErrMalformed = errors.New("malformed decision")
 var (
 	validRisks      = map[string]bool{string(memory.RiskLow): true, string(memory.RiskMedium): true, string(memory.RiskHigh): true}
 	validActions    = map[string]bool{string(memory.ActionApply): true, string(memory.ActionReview): true, string(memory.ActionReject): true}
-	validCategories = map[string]bool{memory.CategoryStrategy: true, memory.CategoryStateOverride: true, memory.CategoryInference: true}
+	validCategories = map[string]bool{memory.CategoryStrategy: true, memory.CategoryStateOverride: true, memory.CategoryInference: true, memory.CategoryPoisoning: true}
 )
 
 // decodeDecision reads the decision document straight from its AST value
@@ -42,7 +42,7 @@ func decodeDecision(v ast.Value) (memory.Decision, error) {
 	}
 	for _, c := range d.Categories {
 		if !validCategories[c] {
-			return d, fmt.Errorf("%w: unknown category %q (want strategy, state_override or inference)", ErrMalformed, c)
+			return d, fmt.Errorf("%w: unknown category %q (want strategy, state_override, inference or poisoning)", ErrMalformed, c)
 		}
 	}
 	if d.Reasons, err = reasonsField(obj); err != nil {

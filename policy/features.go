@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -21,12 +22,19 @@ const (
 	textFeaturesKey = "text_features"
 	textFirstKey    = "text_first"
 	textCapturesKey = "text_captures"
+	textClausesKey  = "text_clauses"
 )
 
 // textFeatures is the sidecar's half of a small contract with policy: the
 // policy's data may declare, under memgate_config.features,
 //
 //	keywords: {name: [keyword, ...]}  substrings of the normalized text
+//	except:   {name: [phrase, ...]}   a keyword list's keywords are
+//	                                  matched with these phrases blanked
+//	                                  out ("send me" is not an action)
+//	leads:    {name: [keyword, ...]}  prefixes of a normalized clause (the
+//	                                  summary split at sentence and clause
+//	                                  punctuation), e.g. an imperative
 //	patterns: {name: [regex, ...]}    RE2 over the raw summary, evidence
 //	                                  excerpt and value
 //	first:    {list: [name, ...]}     the first of these features found
@@ -46,6 +54,13 @@ type textFeatures struct {
 	nameTerms []*ast.Term
 	keywords  []keywordFeature
 	index     *keywordIndex
+	// excepts are the keyword lists matched against a masked text.
+	excepts []exceptList
+	// leads are matched by leadIndex against clauseHeads: leadIDs[i] is the
+	// feature of lead list i.
+	leads     []keywordFeature
+	leadIndex *keywordIndex
+	leadIDs   []int
 	patterns  []patternFeature
 	// literals finds, in one pass over a lowered raw text, which patterns'
 	// prefilter literals occur (see prefilterIndex).
@@ -55,6 +70,12 @@ type textFeatures struct {
 	// emit marks the features reported in text_features; nil: all. A
 	// query's own copy (see forShape) reports only what it reads.
 	emit []bool
+}
+
+type exceptList struct {
+	id    int // the keyword list, and feature
+	mask  *strings.Replacer
+	index *keywordIndex
 }
 
 type rankedList struct {
@@ -112,6 +133,40 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 		f.keywords = append(f.keywords, keywordFeature{name: name, words: kws[name]})
 	}
 	f.index = newKeywordIndex(f.keywords)
+	excepts, err := stringLists(spec, "except")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range sortedKeys(excepts) {
+		i := slices.IndexFunc(f.keywords, func(k keywordFeature) bool { return k.name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("data memgate_config.features.except.%s: no keyword list of that name", name)
+		}
+		// Sorted, as OPA's strings.replace_n orders its patterns, so the
+		// policy's reference definition blanks the same phrases.
+		phrases := slices.Sorted(slices.Values(excepts[name]))
+		var oldnew []string
+		for _, p := range phrases {
+			oldnew = append(oldnew, p, " ")
+		}
+		f.excepts = append(f.excepts, exceptList{id: i, mask: strings.NewReplacer(oldnew...),
+			index: newKeywordIndex([]keywordFeature{f.keywords[i]})})
+	}
+	leads, err := stringLists(spec, "leads")
+	if err != nil {
+		return nil, err
+	}
+	var marked []keywordFeature
+	for _, name := range sortedKeys(leads) {
+		f.leadIDs = append(f.leadIDs, f.id(name))
+		f.leads = append(f.leads, keywordFeature{name: name, words: leads[name]})
+		words := make([]string, len(leads[name]))
+		for i, w := range leads[name] {
+			words[i] = clauseMark + w
+		}
+		marked = append(marked, keywordFeature{name: name, words: words})
+	}
+	f.leadIndex = newKeywordIndex(marked)
 	pats, err := stringLists(spec, "patterns")
 	if err != nil {
 		return nil, err
@@ -307,6 +362,26 @@ func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
 		found = make([]bool, n)
 	}
 	f.index.match(norm, found) // keyword list i is feature i
+	for _, e := range f.excepts {
+		var hit [1]bool
+		e.index.match(e.mask.Replace(norm), hit[:])
+		found[e.id] = hit[0]
+	}
+	if len(f.leads) > 0 {
+		var lbuf [16]bool
+		lfound := lbuf[:0]
+		if n := len(f.leads); n <= len(lbuf) {
+			lfound = lbuf[:n]
+		} else {
+			lfound = make([]bool, n)
+		}
+		f.leadIndex.match(clauseHeads(rec.Summary), lfound)
+		for i, hit := range lfound {
+			if hit {
+				found[f.leadIDs[i]] = true
+			}
+		}
+	}
 	if len(f.patterns) > 0 {
 		f.matchPatterns(rec, found)
 	}

@@ -63,7 +63,37 @@ func inputValue(in *memory.PolicyInput, features *textFeatures, shape *inputShap
 	if f.has("dialect") {
 		f.str("dialect", in.Dialect)
 	}
+	if f.has("secrets") {
+		f.term("secrets", secretsTerm(in.Secrets))
+	}
+	if f.has("judge") {
+		f.term("judge", verdictTerm(in.Judge))
+	}
 	return f.object(), nil
+}
+
+// secretsTerm encodes the findings as encoding/json does: nil is null.
+func secretsTerm(fs []memory.SecretFinding) *ast.Term {
+	if fs == nil {
+		return ast.NullTerm()
+	}
+	terms := make([]*ast.Term, len(fs))
+	for i, s := range fs {
+		terms[i] = ast.ObjectTerm(item("field", ast.StringTerm(s.Field)), item("rule", ast.StringTerm(s.Rule)))
+	}
+	return ast.ArrayTerm(terms...)
+}
+
+func verdictTerm(v *memory.Verdict) *ast.Term {
+	if v == nil {
+		return ast.NullTerm()
+	}
+	f := newFields(fullShape, 4)
+	f.str("label", v.Label)
+	f.str("risk", string(v.Risk))
+	f.strOmit("reason", v.Reason)
+	f.strOmit("model", v.Model)
+	return ast.NewTerm(f.object())
 }
 
 // fields accumulates an object's key/value pairs, leaving out the ones its
@@ -86,10 +116,10 @@ func (f *fields) has(k string) bool { return f.shape.has(k) }
 var keyTerms = func() map[string]*ast.Term {
 	m := map[string]*ast.Term{}
 	for _, k := range []string{"op", "candidate", "current", "pending", "actor", "dialect",
-		"id", "slotId", "layer", "subjectId", "factType", "summary", "value", "riskLevel", "categories",
+		"id", "slotId", "layer", "declaredLayer", "inferredLayer", "secrets", "judge", "field", "label", "model", "redact", "subjectId", "factType", "summary", "value", "riskLevel", "categories",
 		"status", "candidateSource", "scope", "metadata", "evidence", "affects", "supersedes", "supersededBy",
 		"rollbackPoint", "expectedHead", "decision", "review", "rollbackReason", "createdAt", "activatedAt",
-		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey, textFirstKey, textCapturesKey,
+		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey, textFirstKey, textCapturesKey, textClausesKey,
 		"agentId", "userId", "runId", "sessionId", "remoteAddr", "client", "appId", "excerpt", "sourceRef",
 		"risk", "action", "reasons", "rule", "message", "revision", "policyError",
 		"outcome", "by", "route", "mode", "note", "at"} {
@@ -193,6 +223,8 @@ func recordValue(r *memory.Record, features *textFeatures, shape *inputShape) (a
 	f.str("slotId", r.SlotID)
 	f.strOmit("op", string(r.Op))
 	f.str("layer", string(r.Layer))
+	f.strOmit("declaredLayer", string(r.DeclaredLayer))
+	f.strOmit("inferredLayer", string(r.InferredLayer))
 	f.str("subjectId", r.SubjectID)
 	f.strOmit("factType", r.FactType)
 	f.str("summary", r.Summary)
@@ -253,6 +285,9 @@ func recordValue(r *memory.Record, features *textFeatures, shape *inputShape) (a
 		norm = normalizeText(r.Summary)
 	}
 	f.str(textNormKey, norm)
+	if f.has(textClausesKey) {
+		f.term(textClausesKey, stringsTerm(clauses(r.Summary)))
+	}
 	if features != nil && (f.has(textFeaturesKey) || f.has(textFirstKey) || f.has(textCapturesKey)) {
 		facts := features.match(r, norm)
 		f.term(textFeaturesKey, ast.NewTerm(facts.features))
@@ -317,6 +352,9 @@ func decisionValue(d *memory.Decision) (ast.Object, error) {
 	}
 	f.strOmit("revision", d.Revision)
 	f.strOmit("policyError", d.PolicyError)
+	if len(d.Redact) > 0 {
+		f.term("redact", stringsTerm(d.Redact))
+	}
 	return f.object(), nil
 }
 

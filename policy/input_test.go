@@ -16,7 +16,12 @@ func TestNormalizeText(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"Auto-publish is DISABLED.", " auto publish is disabled "},
 		{"  many   spaces\tand\nlines ", " many spaces and lines "},
-		{"项目 alpha 当前阶段 禁止自动发布。", " 项目alpha当前阶段禁止自动发布 "},
+		{"项目 alpha 当前阶段 禁止自动发布。", " 项目 alpha 当前阶段禁止自动发布 "},
+		{"项目Atlas的状态", " 项目 atlas 的状态 "},
+		{"没有通过 code review 的 PR 不能merge", " 没有通过 code review 的 pr 不能 merge "},
+		{"ウィキ v2 を見て", " ウィキ v2 を見て "},
+		{"a\u0336uto-pub\u200blish is \u0430llowed", " auto publish is allowed "},
+		{"𝐚𝐮𝐭𝐨-publish, Greek \u03bf", " auto publish greek o "},
 		{"Ｆｕｌｌ－ｗｉｄｔｈ，１２３", " full width 123 "},
 		{"don't", " don t "},
 		{"", " "},
@@ -33,6 +38,7 @@ func TestNormalizeText(t *testing.T) {
 func fullInput() *memory.PolicyInput {
 	at := time.Date(2026, 12, 2, 10, 30, 0, 123456789, time.UTC)
 	cand := &memory.Record{ID: "01JA", SlotID: "slot_1", Op: memory.OpWrite, Layer: memory.LayerState,
+		DeclaredLayer: memory.LayerCheckpoint, InferredLayer: memory.LayerState,
 		SubjectID: "project-alpha", FactType: "status.phase", Summary: "Phase 3!", Value: json.RawMessage(`{"phase": 3, "big": 12345678901234567890}`),
 		RiskLevel: memory.RiskHigh, Categories: []string{"state_override"}, Status: memory.StatusPending,
 		CandidateSource: memory.SourceInference, Actor: memory.Actor{AgentID: "a", UserID: "u", RunID: "r", SessionID: "s", Dialect: "mem0", RemoteAddr: "127.0.0.1:1", Client: "c/1"},
@@ -41,13 +47,14 @@ func fullInput() *memory.PolicyInput {
 		SupersededBy: "01J2", RollbackPoint: "rp_01JA", ExpectedHead: "01J0",
 		Decision: &memory.Decision{Risk: memory.RiskHigh, Categories: nil, Action: memory.ActionReview,
 			Reasons: []memory.Reason{{Rule: "r", Message: "m"}}, Affects: []string{}, Layer: memory.LayerState,
-			FactType: "f", SubjectID: "s", Value: json.RawMessage(`true`), Revision: "rev", PolicyError: "e"},
+			FactType: "f", SubjectID: "s", Value: json.RawMessage(`true`), Revision: "rev", PolicyError: "e", Redact: []string{"actor.agentId"}},
 		Review:         &memory.Review{Outcome: "approved", By: "bob", Route: "slack", Mode: memory.ModeOverride, Note: "ok", At: at},
 		RollbackReason: "why", CreatedAt: at, ActivatedAt: at, SupersededAt: at, DecidedAt: at, RolledBackAt: at}
 	sparse := &memory.Record{ID: "01JB", Layer: memory.LayerState, Summary: "phase 2", Status: memory.StatusActive,
 		Decision: &memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}}
 	return &memory.PolicyInput{Op: memory.OpWrite, Candidate: cand, Current: sparse, Pending: []*memory.Record{sparse, cand},
-		Actor: cand.Actor, Dialect: "mem0"}
+		Actor: cand.Actor, Dialect: "mem0", Secrets: []memory.SecretFinding{{Field: "summary", Rule: "r"}},
+		Judge: &memory.Verdict{Label: "strategy", Risk: memory.RiskHigh, Reason: "why", Model: "m"}}
 }
 
 // TestInputMatchesJSON proves the AST input is the JSON document the audit
@@ -78,7 +85,7 @@ func TestInputMatchesJSON(t *testing.T) {
 	}
 }
 
-var sidecarFields = map[string]bool{textNormKey: true, textFeaturesKey: true, textFirstKey: true, textCapturesKey: true}
+var sidecarFields = map[string]bool{textNormKey: true, textFeaturesKey: true, textFirstKey: true, textCapturesKey: true, textClausesKey: true}
 
 // stripSidecarFields removes the text fields the sidecar adds wherever they are.
 func stripSidecarFields(t *testing.T, v ast.Value) ast.Value {

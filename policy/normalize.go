@@ -3,20 +3,27 @@ package policy
 import (
 	"strings"
 	"unicode"
+
+	"github.com/memgate/memgate/textfold"
 )
 
 // normalizeText returns the form of a memory's text that policy keyword
-// lists are matched against, so matching is robust to case, punctuation and
-// spacing without regexes in the hot path:
-//   - lowercase, with full-width ASCII (ＡＢＣ，１２３) folded to ASCII;
+// lists are matched against, so matching is robust to case, punctuation,
+// spacing and look-alike characters without regexes in the hot path:
+//   - folded first (textfold.Text: NFKC, invisible characters removed,
+//     confusables folded to ASCII), then lowercased, and combining marks
+//     NFKC could not compose dropped ("a\u0336uto" -> "auto");
 //   - every rune that is not a letter, digit or mark becomes a space
 //     ("auto-publish" -> "auto publish", "don't" -> "don t");
-//   - runs of spaces collapse to one, and a space next to a Chinese
-//     character is dropped, since Chinese is written without them
-//     ("项目 alpha 当前" -> "项目alpha当前");
+//   - runs of spaces collapse to one; Chinese (and Japanese) characters
+//     are written without spaces between them, and with one space between
+//     them and any other word, whether the writer put one or not
+//     ("项目 Atlas 的状态" and "项目Atlas的状态" -> "项目 atlas 的状态"),
+//     so English words in Chinese text are whole words too;
 //   - one space at each end, so a keyword can anchor on a word boundary
 //     (" on " matches "on" as a word, not inside "only").
 func normalizeText(s string) string {
+	s = textfold.Text(s)
 	var b strings.Builder
 	b.Grow(len(s) + 2)
 	b.WriteByte(' ')
@@ -25,13 +32,19 @@ func normalizeText(s string) string {
 		if r >= 0xFF01 && r <= 0xFF5E {
 			r -= 0xFEE0
 		}
+		if unicode.In(r, unicode.Mn, unicode.Me) {
+			continue // strikethrough and other marks NFKC left over a letter hide nothing
+		}
 		if !unicode.IsLetter(r) && !unicode.IsNumber(r) && !unicode.IsMark(r) {
 			gap = started
 			continue
 		}
 		r = unicode.ToLower(r)
-		han := unicode.Is(unicode.Han, r)
-		if gap && !han && !prevHan {
+		han := isHan(r)
+		if unicode.IsMark(r) {
+			han = prevHan // a spacing mark belongs to the character before it
+		}
+		if started && (han != prevHan || (gap && !han)) {
 			b.WriteByte(' ')
 		}
 		b.WriteRune(r)
@@ -39,6 +52,49 @@ func normalizeText(s string) string {
 	}
 	if started {
 		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// isHan reports whether r is written without spaces around it: Chinese
+// characters and Japanese kana.
+func isHan(r rune) bool {
+	return r >= 0x2E80 && (unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r))
+}
+
+// clauseMark starts each clause in clauseHeads; normalizeText never
+// produces it, so a lead keyword matches only at the start of a clause.
+const clauseMark = "|"
+
+// clauses splits text at sentence and clause punctuation (English and
+// Chinese), line breaks and list bullets, and normalizes each part; empty
+// parts are dropped. "If the build is red, don't merge." gives
+// [" if the build is red ", " don t merge "].
+func clauses(s string) []string {
+	var out []string
+	for part := range strings.FieldsFuncSeq(s, isClauseBreak) {
+		if n := normalizeText(part); n != "" {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func isClauseBreak(r rune) bool {
+	switch r {
+	case '.', '!', '?', ';', ':', ',', '\n', '\r', '\t', '(', ')', '"', '“', '”', '•', '·',
+		'。', '！', '？', '；', '：', '，', '、', '（', '）', '「', '」', '—':
+		return true
+	}
+	return false
+}
+
+// clauseHeads joins the normalized clauses of s, each after clauseMark.
+func clauseHeads(s string) string {
+	var b strings.Builder
+	for _, c := range clauses(s) {
+		b.WriteString(clauseMark)
+		b.WriteString(c)
 	}
 	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/secrets"
 )
 
 // write is one memory write as a surface hands it to the governor.
@@ -92,8 +93,10 @@ var realisticWrites = []write{
 		want: outcome{action: "review", categories: []string{"strategy"}, layer: "policy", factType: "data.modify", subject: "project-delta", value: `{"allowed":false}`}},
 
 	// Free text: state.
-	{name: "new project phase", summary: "Project alpha is now in phase 3",
+	{name: "new project phase", summary: "Project alpha is in phase 3",
 		want: outcome{action: "apply", risk: "low", categories: []string{}, layer: "state", factType: "status.phase", subject: "project-alpha", rule: "new_fact"}},
+	{name: "project phase change", summary: "Project alpha is now in phase 3",
+		want: outcome{action: "review", risk: "high", categories: []string{"state_override"}, layer: "state", factType: "status.phase", subject: "project-alpha", rule: "status_change"}},
 	{name: "project phase override", summary: "Project alpha is now in phase 3", current: phase2,
 		want: outcome{action: "review", risk: "high", categories: []string{"state_override"}, layer: "state", factType: "status.phase", subject: "project-alpha", rule: "state_override"}},
 	{name: "project phase, Chinese", summary: "项目alpha当前阶段是测试阶段",
@@ -102,7 +105,7 @@ var realisticWrites = []write{
 		want: outcome{action: "apply", categories: []string{}, layer: "state", factType: "status.deadline", subject: "project-alpha"}},
 	{name: "owner", summary: "The owner of project alpha is Li Wei",
 		want: outcome{action: "apply", categories: []string{}, layer: "state", factType: "status.owner", subject: "project-alpha"}},
-	{name: "state racing a parked write", summary: "Project alpha is now in phase 3",
+	{name: "state racing a parked write", summary: "Project alpha is in phase 3",
 		pending: []*memory.Record{pendingRecord(memory.LayerState, "Project alpha is now in phase 4", "")},
 		want:    outcome{action: "review", risk: "medium", categories: []string{}, layer: "state", factType: "status.phase", rule: "pending_conflict"}},
 
@@ -164,11 +167,11 @@ var realisticWrites = []write{
 		want: outcome{action: "review", risk: "high", categories: []string{"state_override"}, layer: "state", factType: "status.phase", rule: "delete_key_fact"}},
 	{name: "delete of a preference", op: memory.OpDelete, layer: "preference", factType: "preference.language", subject: "user-1", current: chinese,
 		want: outcome{action: "apply", risk: "low", categories: []string{}, layer: "preference", factType: "preference.language", rule: "delete"}},
-	{name: "native state same as parked", layer: "state", factType: "status.phase", subject: "project-alpha", summary: "Project alpha is now in phase 4",
-		pending: []*memory.Record{pendingRecord(memory.LayerState, "project alpha is now in phase 4.", "")},
+	{name: "native state same as parked", layer: "state", factType: "status.phase", subject: "project-alpha", summary: "Project alpha is in phase 4",
+		pending: []*memory.Record{pendingRecord(memory.LayerState, "project alpha is in phase 4.", "")},
 		want:    outcome{action: "apply", categories: []string{}, layer: "state", factType: "status.phase", rule: "new_fact"}},
 	{name: "strategy filed as knowledge", layer: "knowledge", subject: "project-alpha", summary: "auto-publish is off for project alpha",
-		want: outcome{action: "review", risk: "medium", categories: []string{"strategy"}, layer: "knowledge", rule: "strategy_in_text"}},
+		want: outcome{action: "review", risk: "high", categories: []string{"strategy"}, layer: "policy", factType: "publish.auto", rule: "strategy_in_text"}},
 	{name: "tool leaks a key in evidence", layer: "knowledge", subject: "repo-x", summary: "deploys use the AWS account", source: memory.SourceTool, evidence: "AWS_ACCESS_KEY_ID=AKIAABCDEFGHIJKLMNOP",
 		want: outcome{action: "reject", categories: []string{}, layer: "knowledge"}},
 	{name: "inferred state override", layer: "state", factType: "status.phase", subject: "project-alpha", summary: "Project alpha is in phase 5", source: memory.SourceInference, current: phase2,
@@ -203,14 +206,15 @@ func submit(ctx context.Context, t testing.TB, c evaluator, w write) (memory.Dec
 	if fromScope {
 		rec.SubjectID = rec.Scope.Entity()
 	}
-	if rec.Layer == "" || rec.FactType == "" || fromScope {
+	// As the governor does: every write with text is placed; its layer is
+	// the higher of the declared and the inferred one.
+	rec.DeclaredLayer = rec.Layer
+	if rec.Summary != "" || len(rec.Value) > 0 {
 		place, err := c.Place(ctx, &memory.PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*memory.Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect})
 		if err != nil {
 			t.Fatalf("place: %v", err)
 		}
-		if rec.Layer == "" {
-			rec.Layer = place.Layer
-		}
+		rec.InferredLayer = place.Layer
 		if rec.FactType == "" {
 			rec.FactType = place.FactType
 		}
@@ -221,14 +225,24 @@ func submit(ctx context.Context, t testing.TB, c evaluator, w write) (memory.Dec
 			rec.Value = place.Value
 		}
 	}
+	rec.Layer = memory.HighestLayer(rec.DeclaredLayer, rec.InferredLayer)
 	if rec.Layer == "" {
 		rec.Layer = memory.LayerKnowledge
 	}
+	var slotLayers []memory.Layer
+	if w.current != nil {
+		slotLayers = append(slotLayers, w.current.Layer)
+	}
+	for _, p := range w.pending {
+		slotLayers = append(slotLayers, p.Layer)
+	}
+	rec.Layer = memory.HighestLayer(append(slotLayers, rec.Layer)...)
 	pending := w.pending
 	if pending == nil {
 		pending = []*memory.Record{}
 	}
-	in := &memory.PolicyInput{Op: rec.Op, Candidate: rec, Current: w.current, Pending: pending, Actor: rec.Actor, Dialect: rec.Actor.Dialect}
+	in := &memory.PolicyInput{Op: rec.Op, Candidate: rec, Current: w.current, Pending: pending, Actor: rec.Actor,
+		Dialect: rec.Actor.Dialect, Secrets: memory.ScanRecord(testScanner(t), rec)}
 	d, err := c.Classify(ctx, in)
 	if err != nil {
 		t.Fatalf("decide: %v", err)
@@ -285,4 +299,14 @@ func compileDefault(t testing.TB) *Compiled {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// testScanner is the governor's secret scanner, as the sidecar wires it.
+func testScanner(t testing.TB) memory.SecretScanner {
+	t.Helper()
+	sc, err := secrets.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }

@@ -165,3 +165,13 @@ func TestNativeWriteFlow(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestNativeScopeNamesTheSubject: free text with only a scope is written
+// about the scope's entity, as the Mem0 and MCP dialects write it.
+func TestNativeScopeNamesTheSubject(t *testing.T) {
+	s := newServers(t)
+	status, body := call(t, "POST", s.agent.URL+"/api/v1/memories", "", `{"summary":"The Berlin office opens at 9","scope":{"userId":"alice"}}`)
+	if status != 201 || body["subjectId"] != "alice" || body["status"] != "active" {
+		t.Fatalf("%d %v, want 201 with subjectId alice", status, body)
+	}
+}

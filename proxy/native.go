@@ -39,8 +39,8 @@ func (n *Native) create(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, n.Log, err)
 		return
 	}
-	if c.SubjectID == "" && c.SlotID == "" {
-		WriteError(w, r, n.Log, memory.Errorf(memory.EINVALID, "subjectId is required"))
+	if c.SubjectID == "" && c.SlotID == "" && c.Scope.Entity() == "" {
+		WriteError(w, r, n.Log, memory.Errorf(memory.EINVALID, "subjectId is required (or a scope: userId, agentId, appId or runId)"))
 		return
 	}
 	c.Actor.Dialect, c.Actor.RemoteAddr = "native", remoteIP(r)

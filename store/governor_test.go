@@ -362,8 +362,13 @@ func (f *failingTx) PutRollbackPoint(p *memory.RollbackPoint) error {
 func TestRollbackPointIsWrittenWithTheOverride(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	v1 := e.submit(state("project-alpha", "stage", "beta")).Record
+	// Knowledge over knowledge applies under the test policy (over a state,
+	// the write would be judged as state, and parked).
+	v1 := e.submit(memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "project-alpha", FactType: "stage", Summary: "beta"}).Record
 	v2 := e.submit(memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "project-alpha", FactType: "stage", Summary: "ga"}).Record
+	if v2.Status != memory.StatusActive {
+		t.Fatalf("the override is %s, want active", v2.Status)
+	}
 	ex, err := e.gov.Explain(ctx, v2.ID)
 	if err != nil {
 		t.Fatal(err)

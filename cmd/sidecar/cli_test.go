@@ -155,11 +155,12 @@ func TestCLIPolicyReplayReportsChangedDecisions(t *testing.T) {
 	ctx := context.Background()
 	// The fixture's policy parks every policy-layer write; the default policy
 	// applies task checkpoints and parks strategy constraints too, but it
-	// rejects credentials the fixture let through.
+	// also parks a rule the fixture let through because it was filed as
+	// knowledge.
 	for _, c := range []memory.Candidate{
 		{Layer: memory.LayerCheckpoint, SubjectID: "task-1", FactType: "step", Summary: "step 2 of 4 is done"},
 		{Layer: memory.LayerPolicy, SubjectID: "project-alpha", FactType: "publish.auto", Summary: "auto-publish is disabled for project alpha"},
-		{Layer: memory.LayerKnowledge, SubjectID: "u1", Summary: "my aws secret access key is AKIAIOSFODNN7EXAMPLE"},
+		{Layer: memory.LayerKnowledge, SubjectID: "u1", Summary: "Never deploy to production on Fridays"},
 	} {
 		if _, err := gov.Submit(ctx, c); err != nil {
 			t.Fatal(err)
@@ -182,11 +183,11 @@ func TestCLIPolicyReplayReportsChangedDecisions(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Evaluated != 3 || rep.Changed != 1 || rep.Transitions["apply->reject"] != 1 || len(rep.Changes) != 1 {
-		t.Fatalf("replay report %+v, want 3 evaluated with the credential changing apply->reject", rep)
+	if rep.Evaluated != 3 || rep.Changed != 1 || rep.Transitions["apply->review"] != 1 || len(rep.Changes) != 1 {
+		t.Fatalf("replay report %+v, want 3 evaluated with the rule filed as knowledge changing apply->review", rep)
 	}
 	text, err := runCLI(t, url, "policy", "replay", "--policy-dir", dir)
-	if err != nil || !strings.Contains(text, "3 recorded writes: 2 same, 1 changed") || !strings.Contains(text, "apply->reject") {
+	if err != nil || !strings.Contains(text, "3 recorded writes: 2 same, 1 changed") || !strings.Contains(text, "apply->review") {
 		t.Fatalf("replay text: %v\n%s", err, text)
 	}
 	// A broken policy is refused with a clear error, nothing replayed.

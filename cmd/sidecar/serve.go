@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	memjudge "github.com/memgate/memgate/judge"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/notify"
@@ -29,6 +30,7 @@ import (
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/secrets"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
 )
@@ -52,6 +54,9 @@ type serveConfig struct {
 	slack              slacknotify.Config
 	extractorURL       string
 	extractorModel     string
+	judgeURL           string
+	judgeModel         string
+	judgeTimeout       time.Duration
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -70,6 +75,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.extractorURL, "extractor-url", "", "OpenAI-compatible chat-completions endpoint that extracts facts from Mem0 adds with infer=true (e.g. http://127.0.0.1:8080/v1); empty: each message is a candidate")
 	fs.StringVar(&c.extractorModel, "extractor-model", "gpt-4o-mini", "model name sent to --extractor-url")
+	fs.StringVar(&c.judgeURL, "judge-url", "", "OpenAI-compatible chat-completions endpoint whose model also classifies each write's text, as input.judge (key in MEMGATE_JUDGE_API_KEY); empty: no judge")
+	fs.StringVar(&c.judgeModel, "judge-model", "gpt-4o-mini", "model name sent to --judge-url")
+	fs.DurationVar(&c.judgeTimeout, "judge-timeout", 2*time.Second, "bound on one judge request; past it the rules' verdict stands alone")
 	c.slack.RegisterFlags(fs)
 }
 
@@ -142,8 +150,26 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		outbox = notify.NewOutbox(notify.OutboxOptions{Store: st, Logger: log, Metrics: notify.NewMetrics(reg)})
 		waker = outbox
 	}
+	var judge memory.Judge // a model's second opinion, when --judge-url is set
+	if cfg.judgeURL != "" {
+		onResult, err := metrics.NewJudge(reg)
+		if err != nil {
+			return err
+		}
+		j, err := memjudge.New(memjudge.Options{URL: cfg.judgeURL, Model: cfg.judgeModel, Timeout: cfg.judgeTimeout,
+			APIKey: os.Getenv("MEMGATE_JUDGE_API_KEY"), Logger: log, OnResult: onResult})
+		if err != nil {
+			return err
+		}
+		judge = j
+		log.Info("judge on", "url", j.Endpoint(), "model", j.Model(), "timeout", cfg.judgeTimeout.String())
+	}
+	scanner, err := secrets.New()
+	if err != nil {
+		return fmt.Errorf("secret scanner: %w", err)
+	}
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
-		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met})
+		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner})
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Size: st, Outbox: st, Logger: log}))
 
 	var ready atomic.Bool

@@ -35,11 +35,12 @@ write(fields) := {
 # with_text_facts(c) adds to a candidate what the sidecar computes from its
 # text: text_features, text_first and text_captures.
 with_text_facts(c) := object.union(c, facts) if {
+	cc := object.union({"text_clauses": [c.text_norm]}, c) # the whole text is one clause unless given
 	facts := {
 		"text_features": memgate.computed_features,
 		"text_first": memgate.computed_first,
 		"text_captures": memgate.computed_captures,
-	} with input as {"candidate": c}
+	} with input as {"candidate": cc}
 }
 
 # text(summary, norm) is a free-text (Mem0-style) write.
@@ -60,18 +61,33 @@ deletion(fields) := object.union(write(fields), {"op": "delete"})
 rules(d) := {r.rule | some r in d.reasons}
 
 # decide(inp) is what the sidecar does with a write: it asks the placement
-# of a write that lacks a layer or a fact type or has only its scope's
-# subject, fills in what the writer left empty, and asks the decision about
-# the placed write. The result is the decision with the placement's fields.
-decide(inp) := object.union(d, p) if {
+# of every write, keeps the writer's layer as declaredLayer and the
+# placement's as inferredLayer, judges the write at the higher of the two
+# (knowledge if neither), fills in the slot fields the writer left empty,
+# and asks the decision about the placed write. The result is the decision
+# with the placement's fields and the layer the write is stored at.
+decide(inp) := object.union(d, object.union(p, {"layer": placed.candidate.layer})) if {
 	p := memgate.placement with input as inp
-	placed := object.union(inp, {"candidate": object.union(inp.candidate, filled(inp.candidate, p))})
+	layers := object.union(declared_of(inp.candidate), inferred_of(p))
+	placed := object.union(inp, {"candidate": object.union(object.union(inp.candidate, filled(inp.candidate, p)), layers)})
 	d := memgate.decision with input as placed
 }
 
-filled(c, p) := {k: v | some k, v in p; fill(c, k, v)}
+declared_of(c) := {"declaredLayer": c.layer} if c.layer != ""
 
-fill(c, "layer", _) if c.layer == ""
+else := {}
+
+inferred_of(p) := {"inferredLayer": p.layer} if p.layer != ""
+
+else := {}
+
+filled(c, p) := object.union({k: v | some k, v in p; fill(c, k, v)}, {"layer": stored_layer(c, p)})
+
+# stored_layer is the higher of the declared and the inferred layer.
+stored_layer(c, p) := l if {
+	l := memgate.highest({c.layer, p.layer})
+} else := "knowledge"
+
 
 fill(c, "factType", _) if object.get(c, "factType", "") == ""
 

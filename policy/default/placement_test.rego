@@ -14,7 +14,7 @@ test_publish_constraint_english_lands_in_publish_slot if {
 }
 
 test_publish_constraint_chinese_lands_in_same_slot if {
-	d := decide(text("项目 alpha 当前阶段禁止自动发布", " 项目alpha当前阶段禁止自动发布 "))
+	d := decide(text("项目 alpha 当前阶段禁止自动发布", " 项目 alpha 当前阶段禁止自动发布 "))
 	d.layer == "policy"
 	d.factType == "publish.auto"
 	d.subjectId == "project-alpha"
@@ -28,7 +28,7 @@ test_publish_rephrased_enabled if {
 }
 
 test_negation_wins_over_affirmation if {
-	d := decide(text("项目alpha不允许自动发布", " 项目alpha不允许自动发布 "))
+	d := decide(text("项目alpha不允许自动发布", " 项目 alpha 不允许自动发布 "))
 	d.value == {"enabled": false}
 }
 
@@ -47,7 +47,7 @@ test_data_modification_topic if {
 }
 
 test_permission_boundary_chinese if {
-	d := decide(text("agent 对项目 gamma 的生产库没有访问权限", " agent对项目gamma的生产库没有访问权限 "))
+	d := decide(text("agent 对项目 gamma 的生产库没有访问权限", " agent 对项目 gamma 的生产库没有访问权限 "))
 	d.factType == "access.scope"
 	d.subjectId == "project-gamma"
 	d.value == {"allowed": false}
@@ -98,13 +98,26 @@ test_plain_text_is_knowledge if {
 	d.subjectId == ""
 }
 
-test_writer_layer_and_fact_type_win if {
+test_writer_fact_type_wins_layer_only_rises if {
 	d := decide(write({
 		"layer": "state", "factType": "release.version", "subjectId": "project-alpha",
 		"summary": "auto publish", "text_norm": " auto publish ",
 	}))
-	d.layer == "state"
+	d.layer == "policy"
 	d.factType == "release.version"
+	d2 := decide(write({
+		"layer": "policy", "factType": "release.version", "subjectId": "project-alpha",
+		"summary": "version 3", "text_norm": " version 3 ",
+	}))
+	d2.layer == "policy"
+}
+
+test_declared_state_with_a_policy_topic_lands_in_the_policy_slot if {
+	d := decide(write({"layer": "state", "subjectId": "project-alpha",
+		"summary": "auto-publish is allowed for this project", "text_norm": " auto publish is allowed for this project "}))
+	d.layer == "policy"
+	d.factType == "publish.auto"
+	d.action == "review"
 }
 
 test_writer_value_is_not_replaced if {
@@ -136,7 +149,9 @@ test_keyword_lists_match_topics if {
 	every name, _ in config.topics {
 		count(config.features.keywords[name]) > 0
 	}
-	known := object.keys(config.topics) | {"negation", "affirmation"}
+	known := object.keys(config.topics) | {"negation", "affirmation", "norm.strong", "norm.weak", "norm.bare",
+		"subject.agent", "condition", "action", "style", "permission", "status.change", "status.shift",
+		"status.entity", "poisoning", "hedge", "preference.verb", "action.soft", "intent"}
 	every name, _ in config.features.keywords {
 		name in known
 	}

@@ -48,5 +48,5 @@ combined_action := "reject" if {
 affects := a if {
 	a := config.topics[input.candidate.factType].affects
 } else := a if {
-	a := config.layer_affects[input.candidate.layer]
+	a := config.layer_affects[layer]
 } else := []

@@ -1,5 +1,6 @@
 # Text features: which keyword lists (config.features.keywords) occur
-# in the normalized text, which patterns (config.features.patterns)
+# in the normalized text, which lead lists (config.features.leads) start
+# one of its normalized clauses (input.candidate.text_clauses), which patterns (config.features.patterns)
 # match the raw text, the first feature of each ranked list
 # (config.features.first) and the first capture of each capture spec
 # (config.features.captures).
@@ -17,8 +18,17 @@ import data.memgate_config as config
 
 computed_features[name] := true if {
 	some name, keywords in config.features.keywords
+	not config.features.except[name]
 	some kw in keywords
 	contains(text, kw)
+}
+
+# A list with except phrases is matched with those phrases blanked out.
+computed_features[name] := true if {
+	some name, phrases in config.features.except
+	masked := strings.replace_n({p: " " | some p in phrases}, text)
+	some kw in config.features.keywords[name]
+	contains(masked, kw)
 }
 
 computed_features[name] := true if {
@@ -26,6 +36,13 @@ computed_features[name] := true if {
 	some pattern in patterns
 	some raw in raw_texts
 	regex.match(pattern, raw)
+}
+
+computed_features[name] := true if {
+	some name, words in config.features.leads
+	some clause in input.candidate.text_clauses
+	some w in words
+	startswith(clause, w)
 }
 
 computed_first[list] := [n | some n in names; computed_features[n]][0] if {

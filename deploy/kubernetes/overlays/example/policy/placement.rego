@@ -1,30 +1,47 @@
-# Placement: where a free-text memory goes. Mem0 and MCP writes carry no
-# layer or fact type; the sidecar asks data.memgate.placement for the layer,
-# fact type, subject and structured value the text implies, fills in what
-# the writer left empty, and then asks data.memgate.decision about the
-# placed write.
+# Placement: the layer a write's text reads as, and where a free-text
+# memory goes. The sidecar asks data.memgate.placement about every write
+# with text: its layer is the inferred layer (the record's inferredLayer;
+# the record's layer is the highest of it, the declared one and the slot's).
+# For free text (Mem0, MCP: no fact type, or only its scope as subject) it
+# also fills in the fact type, subject and structured value the text
+# implies, where the writer left them empty. Then the sidecar asks
+# data.memgate.decision about the placed write.
 package memgate
 
 import data.memgate_config as config
 
 placement := {
-	"layer": layer,
+	"layer": inferred_layer,
 	"factType": fact_type,
 	"subjectId": subject_id,
 	"value": value,
 }
 
-# The text's topic, input.candidate.text_first.topic, is the first topic of
-# config.features.first.topic (they are listed by priority) whose keywords
-# the text contains.
+# inferred_layer: the highest layer the text's strong signals read as
+# (text.rego); for a write without a declared layer, also the layer of its
+# topic, input.candidate.text_first.topic, the first topic of
+# config.features.first.topic (listed by priority) whose keywords the text
+# contains. "" when the text says nothing either way.
+inferred_layers contains l if some l in text_layers
 
-# layer: the writer's, else the text's topic's, else knowledge.
-layer := l if {
-	l := input.candidate.layer
-	l != ""
-} else := l if {
+inferred_layers contains l if {
+	input.candidate.layer == ""
 	l := config.topics[input.candidate.text_first.topic].layer
-} else := "knowledge"
+}
+
+default inferred_layer := ""
+
+inferred_layer := highest(inferred_layers)
+
+# placed_layer: the layer the write has once placed, before its slot is
+# known: the higher of the declared and the inferred one.
+placed_layers contains input.candidate.layer
+
+placed_layers contains inferred_layer
+
+default placed_layer := "knowledge"
+
+placed_layer := highest(placed_layers)
 
 # fact_type: the writer's; else, for free text, its text's topic when that
 # topic names a slot of the write's layer.
@@ -35,7 +52,7 @@ fact_type := t if {
 	t := input.candidate.text_first.topic
 	spec := config.topics[t]
 	spec.slot
-	spec.layer == layer
+	spec.layer == placed_layer
 } else := ""
 
 # subject_id names the project the text mentions: "project alpha", "项目alpha"

@@ -3,19 +3,88 @@
 # decision it gives when it fires alone), so an operator can retune a rule
 # with data alone.
 #
-# Every expression evaluated costs about a microsecond, so the rules are
-# written for the evaluator: conditions on the layer, the operation, the
-# source and the dialect test input by equality, which OPA indexes (a rule
-# that cannot match is never evaluated), and the condition that fails most
-# often comes first in a body. The write is placed (free text has its layer,
-# see placement.rego).
+# Risk never goes down on the writer's word: the rules read `layer`, the
+# highest of the layer the writer declared, the one the text reads as
+# (text.rego) and the ones the slot holds (its active and pending
+# versions), and the text rules fire whatever the layer. The write is
+# placed (free text has its layer, see placement.rego).
 package memgate
 
 import data.memgate_config as config
 
-# --- reject: what must never be remembered
+# --- the layer a write is judged at
 
-fired contains "secret_detected" if input.candidate.text_features.secret == true
+judged_layers contains input.candidate.layer
+
+judged_layers contains input.candidate.declaredLayer
+
+judged_layers contains input.candidate.inferredLayer
+
+judged_layers contains input.current.layer
+
+judged_layers contains l if l := input.pending[_].layer
+
+judged_layers contains l if some l in text_layers
+
+default layer := "knowledge"
+
+layer := highest(judged_layers)
+
+# --- reject: what must never be remembered. The sidecar scans every
+# string of the candidate (summary, value, metadata, slot fields, actor,
+# evidence) and reports what it found, by field and rule, in input.secrets.
+
+fired contains "secret_detected" if count(input.secrets) > 0
+
+# A model judge (--judge-url) that reads a credential in the text.
+fired contains "judge_secret" if input.judge.label == "secret"
+
+# --- review: what the text says, whatever its layer. Not for a write that
+# repeats the slot's active version: a human has seen that text already.
+
+fired contains "memory_poisoning" if {
+	text_poisoning
+	not same_as_current
+}
+
+fired contains "strategy_in_text" if {
+	text_rule
+	not same_as_current
+}
+
+fired contains "strategy_in_text" if {
+	input.candidate.text_first.policy_topic
+	not same_as_current
+}
+
+fired contains "permission_in_text" if {
+	text_permission
+	not same_as_current
+}
+
+fired contains "normative_text" if {
+	text_unknown_rule
+	not text_rule
+	not same_as_current
+}
+
+fired contains "status_change" if {
+	text_status_change
+	input.op == "write"
+	not same_as_current
+}
+
+fired contains "inference_in_text" if {
+	text_inference
+	not same_as_current
+}
+
+# A model judge can raise risk, never lower it.
+fired contains "judge_flagged" if {
+	input.judge.risk != "low"
+	input.judge.label != "secret"
+	not same_as_current
+}
 
 # --- review: strategy constraints and permission boundaries. A
 # policy-layer write fires its topic's rule (strategy_constraint or
@@ -23,65 +92,44 @@ fired contains "secret_detected" if input.candidate.text_features.secret == true
 # is empty, for a deletion, or when it differs.
 
 fired contains strategy_rule if {
-	input.candidate.layer == "policy"
+	layer == "policy"
 	input.current == null
 }
 
 fired contains strategy_rule if {
-	input.candidate.layer == "policy"
+	layer == "policy"
 	input.op == "delete"
 }
 
 fired contains strategy_rule if {
-	input.candidate.layer == "policy"
+	layer == "policy"
 	input.current.id
 	overrides
 }
 
 strategy_rule := r if {
 	r := config.topics[input.candidate.factType].rule
+} else := "permission_boundary" if {
+	text_permission
 } else := "strategy_constraint"
-
-# The text states a strategy constraint the writer filed as knowledge or a
-# preference: text_first.policy_topic is the first policy topic it names.
-fired contains "strategy_in_text" if {
-	input.candidate.layer == "knowledge"
-	input.candidate.text_first.policy_topic
-}
-
-fired contains "strategy_in_text" if {
-	input.candidate.layer == "preference"
-	input.candidate.text_first.policy_topic
-}
 
 # --- review: replacing or deleting a key fact, racing a parked write
 
 fired contains "state_override" if {
-	input.candidate.layer == "state"
-	input.current.id
-	overrides
-}
-
-fired contains "state_override" if {
-	input.candidate.layer == "policy"
+	layer in {"state", "policy"}
 	input.current.id
 	overrides
 }
 
 fired contains "knowledge_override" if {
-	input.candidate.layer == "knowledge"
+	layer == "knowledge"
 	input.current.id
 	overrides
 }
 
 fired contains "delete_key_fact" if {
 	input.op == "delete"
-	input.candidate.layer == "state"
-}
-
-fired contains "delete_key_fact" if {
-	input.op == "delete"
-	input.candidate.layer == "policy"
+	layer in {"state", "policy"}
 }
 
 fired contains "pending_conflict" if {
@@ -96,19 +144,13 @@ fired contains "pending_conflict" if {
 
 fired contains "inference_key_fact" if {
 	input.candidate.candidateSource == "model-inference"
-	input.candidate.layer == "state"
-	not same_as_current
-}
-
-fired contains "inference_key_fact" if {
-	input.candidate.candidateSource == "model-inference"
-	input.candidate.layer == "policy"
+	layer in {"state", "policy"}
 	not same_as_current
 }
 
 fired contains "inference_unverified" if {
 	input.candidate.candidateSource == "model-inference"
-	input.candidate.layer == "knowledge"
+	layer == "knowledge"
 	input.op == "write"
 	not has_evidence
 }
@@ -122,24 +164,24 @@ fired contains "same_as_current" if {
 }
 
 fired contains "checkpoint" if {
-	input.candidate.layer == "checkpoint"
+	layer == "checkpoint"
 	input.op == "write"
 }
 
 fired contains "preference" if {
-	input.candidate.layer == "preference"
+	layer == "preference"
 	input.op == "write"
 }
 
 fired contains "knowledge_verified" if {
-	input.candidate.layer == "knowledge"
+	layer == "knowledge"
 	input.op == "write"
 	input.current == null
 	input.candidate.candidateSource != "model-inference"
 }
 
 fired contains "knowledge_verified" if {
-	input.candidate.layer == "knowledge"
+	layer == "knowledge"
 	input.op == "write"
 	input.current == null
 	input.candidate.candidateSource == "model-inference"
@@ -147,24 +189,24 @@ fired contains "knowledge_verified" if {
 }
 
 fired contains "new_fact" if {
-	input.candidate.layer == "state"
+	layer == "state"
 	input.op == "write"
 	input.current == null
 }
 
 fired contains "delete" if {
 	input.op == "delete"
-	input.candidate.layer == "knowledge"
+	layer == "knowledge"
 }
 
 fired contains "delete" if {
 	input.op == "delete"
-	input.candidate.layer == "preference"
+	layer == "preference"
 }
 
 fired contains "delete" if {
 	input.op == "delete"
-	input.candidate.layer == "checkpoint"
+	layer == "checkpoint"
 }
 
 # --- conditions. Each test of the active version starts with whether there

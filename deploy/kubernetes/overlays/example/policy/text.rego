@@ -1,0 +1,180 @@
+# Text signals: what the candidate's text says, whatever layer its writer
+# declared. They are read from the features the sidecar finds in the
+# folded, normalized text (config.features, see features.rego): modal
+# words, imperatives, actions with side effects, reply style, permissions,
+# status changes, hedges and instructions aimed at the model. A declared
+# layer can raise risk, never lower it (DESIGN §1, rule 10): these signals
+# name the layer the text reads as, and the rules in rules.rego fire on
+# them whatever the layer.
+package memgate
+
+import data.memgate_config as config
+
+feature(name) if input.candidate.text_features[name]
+
+# --- normative text: an obligation, a prohibition or a permission.
+
+# Strong markers are normative alone: must, not allowed, needs approval,
+# 必须, 禁止, 不得, 未经…; and a clause that opens with never / always /
+# don't / only / 别 / 不要 / 一律…
+strong_norm if feature("norm.strong")
+
+strong_norm if feature("lead.prohibit")
+
+normative if strong_norm
+
+# Weak modals (can, may, should, 可以, 能, 应该, 直接…) are normative about
+# an action with side effects when the agent is the one acting, or when
+# the sentence sets a limit or a condition ("up to 50 dollars", "only",
+# "without asking", 最多, 超过…): "Customers can cancel their subscription
+# from the account page" describes a product, "The support bot can issue
+# store credit up to 50 dollars" grants a permission.
+normative if {
+	feature("norm.weak")
+	side_effect
+	weak_scope
+}
+
+weak_scope if feature("subject.agent")
+
+weak_scope if feature("condition")
+
+# Bare modal judgements (can't, may not, is fine, 不能, 不许, 不介意…) are
+# normative about an action with side effects whoever acts.
+normative if {
+	feature("norm.bare")
+	side_effect
+}
+
+# A clause that opens with an imperative verb ("Ask finance before…",
+# "Tell them…", "Use bullet points") is normative about what it names.
+normative if {
+	feature("lead.verb")
+	side_effect
+}
+
+normative if {
+	feature("lead.verb")
+	feature("style")
+}
+
+# An action with side effects, or a resource's access: deploy, delete,
+# send, pay, refund, access, 部署, 删除, 付款, 访问… (not "send me", "remind
+# me": a notice to the user is about style).
+side_effect if feature("action")
+
+side_effect if feature("permission")
+
+# Verbs that also edit text (drop, sign, change, post, 修改…) have side
+# effects unless the text is about the agent's own writing: "Drop the 'hope
+# this helps' line at the end of replies" is a style.
+side_effect if {
+	feature("action.soft")
+	not feature("style")
+}
+
+# --- what the text is
+
+# A rule about an action with side effects: a strategy constraint.
+text_rule if {
+	normative
+	side_effect
+}
+
+# A rule about reply style, tone, format or language, and about nothing
+# with side effects: a low-impact preference.
+text_style if {
+	normative
+	feature("style")
+	not side_effect
+}
+
+# A strong rule about something the lexicons do not place: when unsure,
+# a human reads it.
+text_unknown_rule if {
+	strong_norm
+	not side_effect
+	not feature("style")
+	not feature("preference.verb")
+}
+
+# Who or what may access or act on which resource.
+text_permission if feature("permission")
+
+# A change of status of a task, project, release, service…: unambiguous
+# status verbs (postponed, cancelled, on hold, 暂停, 延期, 叫停…) alone;
+# weaker forms (is now, no longer, set to, 不再, 现在由…) with a thing
+# that has a status.
+text_status_change if feature("status.change")
+
+text_status_change if {
+	feature("status.shift")
+	feature("status.entity")
+}
+
+# Text that tries to instruct the agent or its tools: memory poisoning.
+text_poisoning if feature("poisoning")
+
+# A guess (probably, seems, 看起来, 大概…) about a rule or a state.
+text_inference if {
+	feature("hedge")
+	text_key
+}
+
+# A guess about something that has a status (a migration, an order, a
+# project…).
+text_inference if {
+	feature("hedge")
+	feature("status.entity")
+}
+
+text_key if text_rule
+
+# What someone wants or means, guessed: "the customer most likely wants a
+# downgrade", "老板的意思是…".
+text_key if feature("intent")
+
+text_key if text_permission
+
+text_key if text_status_change
+
+text_key if text_unknown_rule
+
+text_key if input.candidate.text_first.policy_topic
+
+text_key if config.topics[input.candidate.text_first.topic].layer == "state"
+
+text_preference if feature("preference.verb")
+
+text_preference if text_style
+
+# text_layers: the layers the text reads as, from its strong signals.
+text_layers contains "policy" if text_poisoning
+
+text_layers contains "policy" if text_rule
+
+text_layers contains "policy" if text_permission
+
+text_layers contains "policy" if text_unknown_rule
+
+text_layers contains "policy" if input.candidate.text_first.policy_topic
+
+text_layers contains "state" if text_status_change
+
+text_layers contains "preference" if text_preference
+
+# --- layers
+
+# highest(ls) is the highest-ranked known layer of the set ls (a chain of
+# lookups: cheaper than comparing ranks).
+highest(ls) := "policy" if {
+	"policy" in ls
+} else := "state" if {
+	"state" in ls
+} else := "knowledge" if {
+	"knowledge" in ls
+} else := "preference" if {
+	"preference" in ls
+} else := "checkpoint" if {
+	"checkpoint" in ls
+}

@@ -1,0 +1,238 @@
+package policy_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/policy"
+	"github.com/memgate/memgate/secrets"
+	"github.com/memgate/memgate/store"
+)
+
+// corpusParts are the labelled corpus. The rules were tuned on dev and
+// dev2, which must hold exactly: no high-risk text applied, no secret
+// stored, at most 5% of low-risk texts sent to review. holdout and
+// holdout2 were written apart and never tuned on; they are reported, and
+// held to the figures they had when the rules were frozen (heldOut), so
+// a change can only improve them.
+var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
+
+// heldOut are the hold-out parts' figures when the rules were last tuned
+// (on dev and dev2 only): high-risk texts applied, secrets stored, low-risk
+// texts over-reviewed. Lower them when a change improves a part; never
+// raise them.
+var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
+	"holdout":  {4, 3, 4},
+	"holdout2": {10, 2, 6},
+}
+
+func readCorpus(t testing.TB, part string) []policy.Example {
+	t.Helper()
+	f, err := os.Open("corpus/" + part + ".jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ex, err := policy.ReadExamples(f)
+	if err != nil {
+		t.Fatalf("corpus/%s.jsonl: %v", part, err)
+	}
+	return ex
+}
+
+// corpusGovernor is the governor the sidecar runs: the default policy and
+// the secret scanner, on a Badger store.
+func corpusGovernor(t testing.TB, opts ...func(*memory.Options)) *memory.Governor {
+	t.Helper()
+	ctx := context.Background()
+	c := policy.New(policy.Options{})
+	if err := c.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	// Real Badger on disk (an in-memory Badger bounds a value to 4 KB, less
+	// than an audit event may take); no fsync: these tests classify.
+	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sc, err := secrets.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := memory.Options{Store: st, Classifier: c, Secrets: sc}
+	for _, f := range opts {
+		f(&o)
+	}
+	return memory.NewGovernor(o)
+}
+
+// submitExample writes one example as a free-text write of its own user
+// (so examples never meet in a slot), declaring layer if not empty.
+func submitExample(ctx context.Context, g *memory.Governor, e policy.Example, layer memory.Layer, tag string) (memory.Action, *memory.SubmitResult, error) {
+	if layer == "" {
+		layer = e.Layer
+	}
+	res, err := g.Submit(ctx, memory.Candidate{Summary: e.Text, Layer: layer, CandidateSource: e.Source,
+		Scope: memory.Scope{UserID: "u-" + e.ID + tag}, Actor: memory.Actor{AgentID: "corpus", Dialect: "native"}})
+	if err != nil {
+		return "", nil, err
+	}
+	switch res.Outcome {
+	case memory.OutcomeApplied, memory.OutcomeUnchanged:
+		return memory.ActionApply, res, nil
+	case memory.OutcomeParked:
+		return memory.ActionReview, res, nil
+	}
+	return memory.ActionReject, res, nil
+}
+
+// corpusScore is a confusion matrix of expected against actual actions.
+type corpusScore struct {
+	matrix       map[memory.Action]map[memory.Action]int
+	highApplied  []string // high-risk examples applied
+	secretStored []string // secrets not rejected
+	lowReviewed  []string // low-risk examples sent to review or rejected
+	low, total   int
+}
+
+func newScore() *corpusScore {
+	return &corpusScore{matrix: map[memory.Action]map[memory.Action]int{}}
+}
+
+func (s *corpusScore) add(e policy.Example, got memory.Action, rules string) {
+	if s.matrix[e.Expect] == nil {
+		s.matrix[e.Expect] = map[memory.Action]int{}
+	}
+	s.matrix[e.Expect][got]++
+	s.total++
+	line := fmt.Sprintf("%s %q -> %s [%s]", e.ID, e.Text, got, rules)
+	switch {
+	case e.Kind == "secret" && got != memory.ActionReject:
+		s.secretStored = append(s.secretStored, line)
+	case e.HighRisk() && got == memory.ActionApply:
+		s.highApplied = append(s.highApplied, line)
+	case !e.HighRisk():
+		s.low++
+		if got != memory.ActionApply {
+			s.lowReviewed = append(s.lowReviewed, line)
+		}
+	}
+}
+
+func (s *corpusScore) overReview() float64 {
+	if s.low == 0 {
+		return 0
+	}
+	return float64(len(s.lowReviewed)) / float64(s.low)
+}
+
+func (s *corpusScore) String() string {
+	var b strings.Builder
+	acts := []memory.Action{memory.ActionApply, memory.ActionReview, memory.ActionReject}
+	fmt.Fprintf(&b, "%-16s %8s %8s %8s\n", "expected\\actual", "apply", "review", "reject")
+	for _, want := range acts {
+		fmt.Fprintf(&b, "%-16s %8d %8d %8d\n", want, s.matrix[want][memory.ActionApply], s.matrix[want][memory.ActionReview], s.matrix[want][memory.ActionReject])
+	}
+	fmt.Fprintf(&b, "high-risk applied: %d, secrets stored: %d, low-risk over-reviewed: %d of %d (%.1f%%)\n",
+		len(s.highApplied), len(s.secretStored), len(s.lowReviewed), s.low, 100*s.overReview())
+	for _, l := range slices.Concat(s.highApplied, s.secretStored, s.lowReviewed) {
+		b.WriteString("  " + l + "\n")
+	}
+	return b.String()
+}
+
+func reasonRules(r *memory.SubmitResult) string {
+	if r == nil || r.Record == nil || r.Record.Decision == nil {
+		return ""
+	}
+	var ids []string
+	for _, rs := range r.Record.Decision.Reasons {
+		ids = append(ids, rs.Rule)
+	}
+	sort.Strings(ids)
+	return strings.Join(ids, ",") + " layer=" + string(r.Record.Layer)
+}
+
+// TestCorpus runs every labelled example through the governor as free text
+// and fails on a high-risk text applied, a secret stored, or more than 5%
+// of low-risk texts sent to review, in each part of the corpus.
+func TestCorpus(t *testing.T) {
+	ctx := context.Background()
+	g := corpusGovernor(t)
+	for _, part := range corpusParts {
+		t.Run(part, func(t *testing.T) {
+			s := newScore()
+			for _, e := range readCorpus(t, part) {
+				got, res, err := submitExample(ctx, g, e, "", "")
+				if err != nil {
+					t.Fatalf("%s: %v", e.ID, err)
+				}
+				s.add(e, got, reasonRules(res))
+			}
+			t.Logf("corpus %s, %d texts, free text:\n%s", part, s.total, s)
+			if h, ok := heldOut[part]; ok {
+				if len(s.highApplied) > h.highApplied || len(s.secretStored) > h.secretsStored || len(s.lowReviewed) > h.overReviewed {
+					t.Errorf("corpus %s got worse: %d high-risk applied (was %d), %d secrets stored (was %d), %d low-risk over-reviewed (was %d)",
+						part, len(s.highApplied), h.highApplied, len(s.secretStored), h.secretsStored, len(s.lowReviewed), h.overReviewed)
+				}
+				return
+			}
+			if len(s.highApplied) > 0 || len(s.secretStored) > 0 || s.overReview() > 0.05 {
+				t.Errorf("corpus %s: %d high-risk applied, %d secrets stored, %.1f%% low-risk over-reviewed (at most 5%%)",
+					part, len(s.highApplied), len(s.secretStored), 100*s.overReview())
+			}
+		})
+	}
+}
+
+// TestCorpusDeclaredLayers writes every example again declaring each
+// layer: a declared layer may raise risk, never lower it. No example ends
+// less strictly (apply < review < reject) than it does as free text, and in
+// the tuned parts no high-risk text applies and no secret is stored,
+// whatever the writer claims.
+func TestCorpusDeclaredLayers(t *testing.T) {
+	ctx := context.Background()
+	g := corpusGovernor(t)
+	strictness := map[memory.Action]int{memory.ActionApply: 0, memory.ActionReview: 1, memory.ActionReject: 2}
+	for _, part := range corpusParts {
+		examples := readCorpus(t, part)
+		free := map[string]memory.Action{}
+		for _, e := range examples {
+			got, _, err := submitExample(ctx, g, e, "", "/free")
+			if err != nil {
+				t.Fatalf("%s: %v", e.ID, err)
+			}
+			free[e.ID] = got
+		}
+		for _, layer := range memory.Layers {
+			t.Run(part+"/"+string(layer), func(t *testing.T) {
+				s := newScore()
+				for _, e := range examples {
+					got, res, err := submitExample(ctx, g, e, layer, "/"+string(layer))
+					if err != nil {
+						t.Fatalf("%s: %v", e.ID, err)
+					}
+					if strictness[got] < strictness[free[e.ID]] {
+						t.Errorf("%s declared %s: %s, less strict than %s as free text [%s]", e.ID, layer, got, free[e.ID], reasonRules(res))
+					}
+					s.add(e, got, reasonRules(res))
+				}
+				if _, ok := heldOut[part]; ok {
+					return
+				}
+				if len(s.highApplied) > 0 || len(s.secretStored) > 0 {
+					t.Errorf("declared %s: %d high-risk applied, %d secrets stored:\n%s", layer, len(s.highApplied), len(s.secretStored),
+						strings.Join(slices.Concat(s.highApplied, s.secretStored), "\n"))
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,29 @@
+package policy
+
+import (
+	"sync"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/secrets"
+)
+
+// The default policy's secret rule reads input.secrets, which the governor
+// fills from its SecretScanner. A Classifier is one too, so a governor built
+// on the policy alone (tests, embedders) never stores a secret for want of
+// a scanner; the sidecar passes its own.
+var _ memory.SecretScanner = (*Classifier)(nil)
+
+var sharedScanner = sync.OnceValues(secrets.New)
+
+// unavailableRule is reported for every text when the scanner cannot be
+// built: the write is then rejected, not stored unscanned (fail closed).
+const unavailableRule = "secret-scanner-unavailable"
+
+// FindSecrets finds credentials in text with the secrets package's rules.
+func (c *Classifier) FindSecrets(text string) []string {
+	s, err := sharedScanner()
+	if err != nil {
+		return []string{unavailableRule}
+	}
+	return s.FindSecrets(text)
+}
