@@ -10,16 +10,14 @@ package memgate
 
 import data.memgate_config as config
 
-feature(name) if input.candidate.text_features[name]
-
 # --- normative text: an obligation, a prohibition or a permission.
 
 # Strong markers are normative alone: must, not allowed, needs approval,
 # 必须, 禁止, 不得, 未经…; and a clause that opens with never / always /
 # don't / only / 别 / 不要 / 一律…
-strong_norm if feature("norm.strong")
+strong_norm if input.candidate.text_features["norm.strong"]
 
-strong_norm if feature("lead.prohibit")
+strong_norm if input.candidate.text_features["lead.prohibit"]
 
 normative if strong_norm
 
@@ -30,47 +28,47 @@ normative if strong_norm
 # from the account page" describes a product, "The support bot can issue
 # store credit up to 50 dollars" grants a permission.
 normative if {
-	feature("norm.weak")
+	input.candidate.text_features["norm.weak"]
 	side_effect
 	weak_scope
 }
 
-weak_scope if feature("subject.agent")
+weak_scope if input.candidate.text_features["subject.agent"]
 
-weak_scope if feature("condition")
+weak_scope if input.candidate.text_features["condition"]
 
 # Bare modal judgements (can't, may not, is fine, 不能, 不许, 不介意…) are
 # normative about an action with side effects whoever acts.
 normative if {
-	feature("norm.bare")
+	input.candidate.text_features["norm.bare"]
 	side_effect
 }
 
 # A clause that opens with an imperative verb ("Ask finance before…",
 # "Tell them…", "Use bullet points") is normative about what it names.
 normative if {
-	feature("lead.verb")
+	input.candidate.text_features["lead.verb"]
 	side_effect
 }
 
 normative if {
-	feature("lead.verb")
-	feature("style")
+	input.candidate.text_features["lead.verb"]
+	input.candidate.text_features["style"]
 }
 
 # An action with side effects, or a resource's access: deploy, delete,
 # send, pay, refund, access, 部署, 删除, 付款, 访问… (not "send me", "remind
 # me": a notice to the user is about style).
-side_effect if feature("action")
+side_effect if input.candidate.text_features["action"]
 
-side_effect if feature("permission")
+side_effect if input.candidate.text_features["permission"]
 
 # Verbs that also edit text (drop, sign, change, post, 修改…) have side
 # effects unless the text is about the agent's own writing: "Drop the 'hope
 # this helps' line at the end of replies" is a style.
 side_effect if {
-	feature("action.soft")
-	not feature("style")
+	input.candidate.text_features["action.soft"]
+	not input.candidate.text_features["style"]
 }
 
 # --- what the text is
@@ -85,7 +83,7 @@ text_rule if {
 # with side effects: a low-impact preference.
 text_style if {
 	normative
-	feature("style")
+	input.candidate.text_features["style"]
 	not side_effect
 }
 
@@ -94,45 +92,45 @@ text_style if {
 text_unknown_rule if {
 	strong_norm
 	not side_effect
-	not feature("style")
-	not feature("preference.verb")
+	not input.candidate.text_features["style"]
+	not input.candidate.text_features["preference.verb"]
 }
 
 # Who or what may access or act on which resource.
-text_permission if feature("permission")
+text_permission if input.candidate.text_features["permission"]
 
 # A change of status of a task, project, release, service…: unambiguous
 # status verbs (postponed, cancelled, on hold, 暂停, 延期, 叫停…) alone;
 # weaker forms (is now, no longer, set to, 不再, 现在由…) with a thing
 # that has a status.
-text_status_change if feature("status.change")
+text_status_change if input.candidate.text_features["status.change"]
 
 text_status_change if {
-	feature("status.shift")
-	feature("status.entity")
+	input.candidate.text_features["status.shift"]
+	input.candidate.text_features["status.entity"]
 }
 
 # Text that tries to instruct the agent or its tools: memory poisoning.
-text_poisoning if feature("poisoning")
+text_poisoning if input.candidate.text_features["poisoning"]
 
 # A guess (probably, seems, 看起来, 大概…) about a rule or a state.
 text_inference if {
-	feature("hedge")
+	input.candidate.text_features["hedge"]
 	text_key
 }
 
 # A guess about something that has a status (a migration, an order, a
 # project…).
 text_inference if {
-	feature("hedge")
-	feature("status.entity")
+	input.candidate.text_features["hedge"]
+	input.candidate.text_features["status.entity"]
 }
 
 text_key if text_rule
 
 # What someone wants or means, guessed: "the customer most likely wants a
 # downgrade", "老板的意思是…".
-text_key if feature("intent")
+text_key if input.candidate.text_features["intent"]
 
 text_key if text_permission
 
@@ -144,7 +142,7 @@ text_key if input.candidate.text_first.policy_topic
 
 text_key if config.topics[input.candidate.text_first.topic].layer == "state"
 
-text_preference if feature("preference.verb")
+text_preference if input.candidate.text_features["preference.verb"]
 
 text_preference if text_style
 
