@@ -213,9 +213,9 @@ func mem0Write(ctx context.Context, s *dialectStack, e policy.Example, user stri
 	if status != http.StatusOK {
 		return dialectAnswer{}, fmt.Errorf("POST /v1/memories/ answered %d: %s", status, clip(raw))
 	}
-	// v1.0: a bare array of the applied changes, and Mem0's queued entry
-	// {message, status: PENDING, event_id} when anything waits. A write
-	// policy refused shows in neither: the answer is [].
+	// v1.0: a bare array of the applied changes, an entry per write that
+	// did not apply (event PENDING_REVIEW or REFUSED), and Mem0's queued
+	// entry {message, status: PENDING, event_id} when anything waits.
 	var items []struct {
 		Event    string `json:"event"`
 		Status   string `json:"status"`
@@ -229,8 +229,10 @@ func mem0Write(ctx context.Context, s *dialectStack, e policy.Example, user stri
 	switch {
 	case len(items) == 1 && (items[0].Event == "ADD" || items[0].Event == "UPDATE"):
 		a = dialectAnswer{action: memory.ActionApply, recordID: items[0].RecordID, detail: items[0].Event}
-	case len(items) == 1 && items[0].Status == "PENDING" && items[0].EventID != "":
-		a = dialectAnswer{action: memory.ActionReview, detail: "PENDING"}
+	case len(items) == 2 && items[0].Event == proxy.EventPendingReview && items[1].Status == "PENDING" && items[1].EventID != "":
+		a = dialectAnswer{action: memory.ActionReview, recordID: items[0].RecordID, detail: "PENDING"}
+	case len(items) == 1 && items[0].Event == proxy.EventRefused:
+		a = dialectAnswer{action: memory.ActionReject, recordID: items[0].RecordID, detail: "REFUSED"}
 	case len(items) != 0:
 		return a, fmt.Errorf("POST /v1/memories/ answered one write with %s", clip(raw))
 	}
@@ -278,7 +280,7 @@ func mcpWrite(ctx context.Context, s *dialectStack, e policy.Example, user strin
 	switch {
 	case out.Status == "SUCCEEDED" && !res.IsError:
 		a.action = memory.ActionApply
-	case out.Status == "PENDING" && !res.IsError && strings.Contains(strings.Join(text, "\n"), "human review"):
+	case out.Status == "PENDING" && !res.IsError && strings.Contains(strings.Join(text, "\n"), "human reviewer"):
 		a.action = memory.ActionReview
 	case out.Status == "FAILED" && res.IsError:
 		a.action = memory.ActionReject

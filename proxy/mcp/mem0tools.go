@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 // Mem0-style tools: a memory's id is its slot's stable id (an edit is a new
@@ -62,7 +63,7 @@ func stamp(t time.Time) string {
 type mem0Event struct {
 	ID     string `json:"id"`
 	Memory string `json:"memory"`
-	Event  string `json:"event"` // ADD, UPDATE, DELETE, NONE
+	Event  string `json:"event"` // ADD, UPDATE, DELETE, NONE; PENDING_REVIEW, REFUSED
 }
 
 // writeAnswer is what add_memory, update_memory and delete_memory return:
@@ -171,11 +172,17 @@ func answerWrite(rep *report, res *memory.SubmitResult, event string) (*mcp.Call
 		}
 		out.Results = append(out.Results, mem0Event{ID: res.Record.SlotID, Memory: res.Record.Summary, Event: event})
 	case outParked:
+		change := map[string]proxy.Change{"UPDATE": proxy.ChangeUpdate, "DELETE": proxy.ChangeDelete}[event]
 		out.Status = statusPending
-		out.Message = fmt.Sprintf("The write waits for human review (event_id %s) and is not visible until a reviewer approves it; poll get_event_status.", w.RecordID)
+		out.Message = proxy.PendingNotice(change, w.MemoryID, res.Record.Summary, "get_event_status with event_id "+w.RecordID)
+		out.Results = append(out.Results, mem0Event{ID: w.MemoryID, Memory: out.Message, Event: proxy.EventPendingReview})
+	case outRejected:
+		out.Status = statusFailed
+		out.Message = proxy.RefusedNotice(res.Record)
+		out.Results = append(out.Results, mem0Event{ID: w.RecordID, Memory: out.Message, Event: proxy.EventRefused})
 	default:
 		out.Status = statusFailed
-		out.Message = "The write was not made: " + orUnknown(w.Reason)
+		out.Message = "NOT SAVED: " + orUnknown(w.Reason)
 	}
 	return rep.result(indentJSON(out)), out
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 func TestMem0ToolsLifecycle(t *testing.T) {
@@ -74,8 +75,9 @@ func TestMem0ParkedWriteIsPendingUntilDecided(t *testing.T) {
 	res := call(t, cs, "add_memory", map[string]any{"text": "Never publish without a human check", "agent_id": "writer"})
 	var add writeAnswer
 	decode(t, res, &add)
-	if res.IsError || add.Status != statusPending || add.EventID == "" || len(add.Results) != 0 ||
-		!strings.Contains(add.Message, "waits for human review") {
+	if res.IsError || add.Status != statusPending || add.EventID == "" || len(add.Results) != 1 ||
+		add.Results[0].Event != proxy.EventPendingReview || !strings.HasPrefix(add.Message, "NOT SAVED YET: ") ||
+		!strings.Contains(add.Message, "human reviewer") {
 		t.Fatalf("parked add: error=%v %+v", res.IsError, add)
 	}
 	var found searchAnswer

@@ -53,7 +53,7 @@ func scenario(t *testing.T, e *env, nc *nodeClient) string {
 
 	parked := nc.call("add_observations", map[string]any{"observations": []any{
 		map[string]any{"entityName": "project-alpha", "contents": []string{"auto-publish to production is allowed"}}}})
-	if parked.IsError || !strings.Contains(parked.text(), "wait for human review") {
+	if parked.IsError || !strings.Contains(parked.text(), "NOT SAVED YET") {
 		t.Fatalf("parked write: error=%v %s", parked.IsError, parked.text())
 	}
 	w := parked.writes(t)

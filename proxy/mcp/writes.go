@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 // Write outcomes as the MCP surface reports them (in _meta and in the text).
@@ -61,7 +62,9 @@ func (s *Server) submit(ctx context.Context, rep *report, actor memory.Actor, wh
 	case memory.OutcomeParked:
 		w.Outcome, w.Reason = outParked, reasonOf(res.Record)
 	case memory.OutcomeRefused:
-		w.Outcome, w.Reason = outRejected, reasonOf(res.Record)
+		// A refused write's text is not repeated: it may hold a secret,
+		// and memgate keeps none of it either.
+		w.Outcome, w.Reason, w.What = outRejected, reasonOf(res.Record), proxy.Withheld
 	}
 	rep.writes = append(rep.writes, w)
 	return res, nil
@@ -104,11 +107,10 @@ func (rep *report) refused() bool { return rep.count(outRejected)+rep.count(outF
 func (rep *report) notes() string {
 	var b strings.Builder
 	if n := rep.count(outParked); n > 0 {
-		fmt.Fprintf(&b, "%d write(s) wait for human review and are not visible yet; nothing you read has changed for them. "+
-			"They apply once a reviewer approves (check with get_event_status and the record id):\n", n)
+		b.WriteString(proxy.PendingHeader(n, "get_event_status with the record id") + "\n")
 		for _, w := range rep.writes {
 			if w.Outcome == outParked {
-				fmt.Fprintf(&b, "- %s: pending review, record id %s", w.What, w.RecordID)
+				fmt.Fprintf(&b, "- %s: waits for review, record id %s", w.What, w.RecordID)
 				if w.Reason != "" {
 					fmt.Fprintf(&b, " (%s)", w.Reason)
 				}
@@ -117,11 +119,11 @@ func (rep *report) notes() string {
 		}
 	}
 	if n := rep.count(outRejected) + rep.count(outFailed); n > 0 {
-		fmt.Fprintf(&b, "%d write(s) were not made:\n", n)
+		b.WriteString(proxy.RefusedHeader(n) + "\n")
 		for _, w := range rep.writes {
 			switch w.Outcome {
 			case outRejected:
-				fmt.Fprintf(&b, "- %s: rejected by policy: %s (record id %s)\n", w.What, orUnknown(w.Reason), w.RecordID)
+				fmt.Fprintf(&b, "- %s: policy refused it: %s (record id %s)\n", w.What, orUnknown(w.Reason), w.RecordID)
 			case outFailed:
 				fmt.Fprintf(&b, "- %s: not written: %s\n", w.What, w.Reason)
 			}

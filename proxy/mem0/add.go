@@ -8,7 +8,8 @@ import (
 )
 
 // addAnswer is the answer of the v3 add and of the open-source server's
-// add: the applied changes as results, and the event to poll when anything
+// add: the applied changes and an entry per write that did not apply
+// (PENDING_REVIEW, REFUSED) as results, and the event to poll when anything
 // waits for review.
 type addAnswer struct {
 	Message string        `json:"message"`
@@ -20,7 +21,7 @@ type addAnswer struct {
 }
 
 func newAddAnswer(res *writeResult) addAnswer {
-	return addAnswer{Message: res.message(), Status: res.status(), EventID: res.event.ID, Results: res.results,
+	return addAnswer{Message: res.message(), Status: res.status(), EventID: res.event.ID, Results: res.all(),
 		Pending: len(res.parked), Refused: res.refusals()}
 }
 
@@ -47,15 +48,16 @@ func (h *Handler) ossAdd(w http.ResponseWriter, r *http.Request) {
 
 // addV1 answers as the v1 route does: a bare array (output_format v1.0,
 // the default) or {"results": [...], "relations": []} (v1.1), holding the
-// applied changes and, when anything waits for review, Mem0's queued entry
-// {message, status: "PENDING", event_id}.
+// applied changes, an entry per write that did not apply and, when
+// anything waits for review, Mem0's queued entry {message, status:
+// "PENDING", event_id}.
 func (h *Handler) addV1(w http.ResponseWriter, r *http.Request) {
 	res, req, ok := h.add(w, r, false)
 	if !ok {
 		return
 	}
-	items := make([]any, 0, len(res.results)+1)
-	for _, it := range res.results {
+	items := make([]any, 0, len(res.results)+len(res.waiting)+1)
+	for _, it := range res.all() {
 		items = append(items, it)
 	}
 	if len(res.parked) > 0 {

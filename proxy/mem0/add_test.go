@@ -1,12 +1,14 @@
 package mem0
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 func TestAddAppliedAnswersResultsAndRecordsTheActor(t *testing.T) {
@@ -41,8 +43,20 @@ func TestAddAppliedAnswersResultsAndRecordsTheActor(t *testing.T) {
 func TestAddParkedAnswersPendingAndChangesNothingReadable(t *testing.T) {
 	e := newEnv(t)
 	ans := e.add("Never auto-publish posts for project alpha without my approval")
-	if ans["status"] != statusPending || ans["event_id"] == "" || len(ans["results"].([]any)) != 0 || ans["pending"] != 1.0 {
-		t.Fatalf("want {status: PENDING, event_id, results: []}, got %v", ans)
+	if ans["status"] != statusPending || ans["event_id"] == "" || ans["pending"] != 1.0 {
+		t.Fatalf("want {status: PENDING, event_id}, got %v", ans)
+	}
+	// One entry for the parked write: not ADD or UPDATE, so a client that
+	// keeps those skips it, and words a model reads correctly.
+	res := ans["results"].([]any)
+	if len(res) != 1 {
+		t.Fatalf("want one PENDING_REVIEW result, got %v", res)
+	}
+	it := res[0].(map[string]any)
+	mem, _ := it["memory"].(string)
+	if it["event"] != proxy.EventPendingReview || it["id"] == "" || it["record_id"] == "" ||
+		!strings.HasPrefix(mem, "NOT SAVED YET: ") || !strings.Contains(mem, "human reviewer") || !strings.Contains(mem, ans["event_id"].(string)) {
+		t.Fatalf("the parked entry: %v", it)
 	}
 	if q := e.pending(); len(q) != 1 || q[0].Record.Layer != memory.LayerPolicy {
 		t.Fatalf("want one parked policy write, got %d", len(q))
@@ -146,10 +160,13 @@ func TestAddV1Shapes(t *testing.T) {
 	b["output_format"] = "v1.1"
 	wrapped := e.call("POST", "/v1/memories", b, http.StatusOK).obj()
 	items := wrapped["results"].([]any)
-	if len(items) != 1 || wrapped["relations"] == nil {
+	if len(items) != 2 || wrapped["relations"] == nil {
 		t.Fatalf("v1.1 answers {results, relations}, got %v", wrapped)
 	}
-	if it := items[0].(map[string]any); it["status"] != statusPending || it["event_id"] == "" || it["message"] == "" {
+	if it := items[0].(map[string]any); it["event"] != proxy.EventPendingReview {
+		t.Fatalf("a parked v1 write has its PENDING_REVIEW entry first, got %v", it)
+	}
+	if it := items[1].(map[string]any); it["status"] != statusPending || it["event_id"] == "" || it["message"] == "" {
 		t.Fatalf("a parked v1 write answers Mem0's queued entry, got %v", it)
 	}
 }
@@ -158,8 +175,13 @@ func TestAddRefusedSecretIsReportedNotStored(t *testing.T) {
 	e := newEnv(t)
 	ans := e.add("my password is hunter2")
 	refused := ans["refused"].([]any)
-	if ans["status"] != statusSucceeded || len(ans["results"].([]any)) != 0 || len(refused) != 1 {
+	results := ans["results"].([]any)
+	if ans["status"] != statusSucceeded || len(results) != 1 || len(refused) != 1 {
 		t.Fatalf("want nothing added and one refusal, got %v", ans)
+	}
+	if it := results[0].(map[string]any); it["event"] != proxy.EventRefused ||
+		!strings.HasPrefix(it["memory"].(string), "NOT SAVED: ") || strings.Contains(it["memory"].(string), "hunter2") {
+		t.Fatalf("the refused entry says why, never the secret: %v", it)
 	}
 	if reasons := refused[0].(map[string]any)["reasons"].([]any); reasons[0].(map[string]any)["rule"] != "secret" {
 		t.Fatalf("the refusal names the rule: %v", refused)
@@ -195,5 +217,52 @@ func TestAddOpenSourceRoute(t *testing.T) {
 	wantErrorShape(t, resp, http.StatusBadRequest, memory.EINVALID)
 	if resp.obj()["detail"] != "At least one identifier (user_id, agent_id, run_id) is required." {
 		t.Fatalf("the open-source message: %s", resp.raw)
+	}
+}
+
+// TestEveryAddAnswerListsWhatDidNotApply: v1 (both output formats), v3 and
+// the open-source add, with infer on and off, sync or async_mode, answer a
+// parked write with one PENDING_REVIEW entry and a refused one with a
+// REFUSED entry, beside the ADD of what applied.
+func TestEveryAddAnswerListsWhatDidNotApply(t *testing.T) {
+	e := newPolicyEnv(t, defaultPolicy(t))
+	n := 0
+	for _, route := range []string{"/v1/memories/", "/v1/memories/?v1.1", "/v3/memories/add/", "/memories"} {
+		for _, infer := range []bool{false, true} {
+			for _, async := range []bool{false, true} {
+				n++
+				user := fmt.Sprintf("u%d", n)
+				body := map[string]any{"messages": []any{
+					map[string]any{"role": "user", "content": "I prefer tea in the morning"},
+					map[string]any{"role": "user", "content": "Never deploy project alpha on Fridays"},
+					map[string]any{"role": "user", "content": "The SMTP password for the mailer is Orchid-7741!"},
+				}, "user_id": user, "infer": infer, "async_mode": async}
+				path := route
+				if strings.HasSuffix(route, "?v1.1") {
+					path, body["output_format"] = "/v1/memories/", "v1.1"
+				}
+				resp := e.call("POST", path, body, http.StatusOK)
+				var items []any
+				switch {
+				case route == "/v1/memories/":
+					items = resp.arr()
+				default:
+					items = resp.obj()["results"].([]any)
+				}
+				events := map[string]int{}
+				for _, it := range items {
+					m := it.(map[string]any)
+					if ev, ok := m["event"].(string); ok {
+						events[ev]++
+						if mem, _ := m["memory"].(string); strings.Contains(mem, "Orchid") {
+							t.Errorf("%s: an entry echoes the secret: %v", route, m)
+						}
+					}
+				}
+				if events[eventAdd] != 1 || events[proxy.EventPendingReview] != 1 || events[proxy.EventRefused] != 1 {
+					t.Errorf("%s infer=%v async=%v: events %v, want one ADD, one PENDING_REVIEW, one REFUSED: %s", route, infer, async, events, resp.raw)
+				}
+			}
+		}
 	}
 }

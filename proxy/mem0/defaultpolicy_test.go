@@ -4,10 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
+	"github.com/memgate/memgate/proxy"
 )
 
 // defaultPolicy opens memgate's built-in default policy.
@@ -32,11 +34,11 @@ func TestDefaultPolicyGovernsMem0Writes(t *testing.T) {
 		t.Fatalf("a plain fact applies: %v", fact)
 	}
 	rule := e.add("Never auto-publish posts for project alpha without my approval")
-	if rule["status"] != statusPending || len(rule["results"].([]any)) != 0 {
+	if rule["status"] != statusPending || len(rule["results"].([]any)) != 1 {
 		t.Fatalf("a strategy constraint waits: %v", rule)
 	}
 	secret := e.add("the deploy password is hunter2-hunter2")
-	if refused := secret["refused"].([]any); len(refused) != 1 || len(secret["results"].([]any)) != 0 {
+	if refused := secret["refused"].([]any); len(refused) != 1 || len(secret["results"].([]any)) != 1 {
 		t.Fatalf("a secret is refused: %v", secret)
 	}
 
@@ -55,7 +57,13 @@ func TestDefaultPolicyGovernsMem0Writes(t *testing.T) {
 		t.Fatalf("the approved constraint is recalled: %v", found)
 	}
 	id := found[0].(map[string]any)["id"].(string)
-	if del := e.call("DELETE", "/v1/memories/"+id+"/", nil, http.StatusOK).obj(); del["status"] != statusPending {
-		t.Fatalf("deleting the constraint waits: %v", del)
+	upd := e.call("PUT", "/v1/memories/"+id+"/", map[string]any{"text": "Auto-publish posts for project alpha freely"}, http.StatusOK).obj()
+	if msg, _ := upd["message"].(string); upd["status"] != statusPending || !strings.HasPrefix(msg, "NOT UPDATED YET: ") ||
+		len(upd["results"].([]any)) != 1 || upd["results"].([]any)[0].(map[string]any)["event"] != proxy.EventPendingReview {
+		t.Fatalf("updating the constraint waits, and says so: %v", upd)
+	}
+	del := e.call("DELETE", "/v1/memories/"+id+"/", nil, http.StatusOK).obj()
+	if msg, _ := del["message"].(string); del["status"] != statusPending || !strings.HasPrefix(msg, "NOT DELETED YET: ") {
+		t.Fatalf("deleting the constraint waits, and says so: %v", del)
 	}
 }

@@ -74,6 +74,8 @@ func (h *Handler) view(ctx context.Context, ev *Event) (eventJSON, error) {
 		switch rec.Status {
 		case memory.StatusPending:
 			md.Pending++
+			// What the agent was told when it wrote, again while it waits.
+			out.Results = append(out.Results, pendingResult(rec, ev.Type, rec.Summary, ev.ID))
 		case memory.StatusActive, memory.StatusSuperseded, memory.StatusDeleted:
 			md.Applied++
 			text, err := h.changedText(ctx, rec)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 func TestParkedEventSucceedsOnApproval(t *testing.T) {
@@ -15,8 +16,11 @@ func TestParkedEventSucceedsOnApproval(t *testing.T) {
 	ans := e.add("Never auto-publish posts for project alpha")
 	evID := ans["event_id"].(string)
 	ev := e.call("GET", "/v1/event/"+evID+"/", nil, http.StatusOK).obj()
-	if ev["status"] != statusPending || ev["event_type"] != eventAdd || ev["completed_at"] != nil || len(ev["results"].([]any)) != 0 {
+	if ev["status"] != statusPending || ev["event_type"] != eventAdd || ev["completed_at"] != nil || len(ev["results"].([]any)) != 1 {
 		t.Fatalf("before review: %v", ev)
+	}
+	if it := ev["results"].([]any)[0].(map[string]any); it["event"] != proxy.EventPendingReview {
+		t.Fatalf("a waiting event lists its PENDING_REVIEW entry: %v", it)
 	}
 	if ev["payload"].(map[string]any)["user_id"] != "alice" {
 		t.Fatalf("the event keeps the request: %v", ev["payload"])

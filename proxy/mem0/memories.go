@@ -3,6 +3,7 @@ package mem0
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sort"
 
@@ -102,6 +103,8 @@ type changeAnswer struct {
 	Status  string `json:"status"`
 	EventID string `json:"event_id"`
 	Event   string `json:"event"`
+	// Results has the change's PENDING_REVIEW entry when it waits.
+	Results []resultJSON `json:"results,omitempty"`
 }
 
 // actorScope is who an update or delete comes from: entity ids in the
@@ -133,7 +136,7 @@ func (h *Handler) change(w http.ResponseWriter, r *http.Request, typ string, c m
 		h.refused(w, res.refused[0])
 		return
 	case len(res.parked) > 0:
-		ans.Message = res.message()
+		ans.Message, ans.Results = res.waiting[0].Memory, res.waiting
 	case len(res.unchanged) > 0:
 		ans.Event, ans.Message = eventNone, res.message()
 		m := toMemory(cur)
@@ -280,6 +283,10 @@ func (h *Handler) deleteAllWith(w http.ResponseWriter, r *http.Request, doneMsg 
 	msg := doneMsg
 	if len(res.parked)+len(res.refused) > 0 || len(cands) == 0 {
 		msg = res.message()
+	}
+	if len(res.parked) > 0 {
+		msg += fmt.Sprintf(". NOT DELETED YET: %d of %d deletions wait for a human reviewer; those memories stay until approved. Status: event_id %s.",
+			len(res.parked), len(cands), res.event.ID)
 	}
 	writeJSON(w, http.StatusOK, deleteAllAnswer{Message: msg, Status: res.status(), EventID: res.event.ID,
 		Deleted: len(res.applied), Pending: len(res.parked), Refused: len(res.refused)})

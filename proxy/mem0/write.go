@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 // Mem0 event statuses.
@@ -21,6 +22,7 @@ const (
 type writeResult struct {
 	event     *Event
 	results   []resultJSON     // changes applied now
+	waiting   []resultJSON     // one entry per write that did not apply: parked or refused
 	applied   []*memory.Record // the versions applied now
 	parked    []*memory.Record // writes waiting for review
 	refused   []*memory.Record // writes policy refused outright
@@ -85,7 +87,7 @@ func (h *Handler) write(ctx context.Context, typ string, cands []memory.Candidat
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
 	ev := &Event{ID: h.newID(), Type: typ, CreatedAt: h.now(), Writes: []EventWrite{}, Payload: boundedPayload(payload)}
-	res := &writeResult{event: ev, results: []resultJSON{}}
+	res := &writeResult{event: ev, results: []resultJSON{}, waiting: []resultJSON{}}
 	var err error
 	for _, c := range cands {
 		var sr *memory.SubmitResult
@@ -103,8 +105,12 @@ func (h *Handler) write(ctx context.Context, typ string, cands []memory.Candidat
 			res.applied = append(res.applied, sr.Record)
 		case memory.OutcomeParked:
 			res.parked = append(res.parked, sr.Record)
+			res.waiting = append(res.waiting, pendingResult(sr.Record, typ, c.Summary, ev.ID))
 		case memory.OutcomeRefused:
 			res.refused = append(res.refused, sr.Record)
+			if !proxy.Dropped(sr.Record) {
+				res.waiting = append(res.waiting, refusedResult(sr.Record))
+			}
 		case memory.OutcomeUnchanged:
 			res.unchanged = append(res.unchanged, sr.Record)
 		}
@@ -139,4 +145,37 @@ func boundedPayload(b []byte) json.RawMessage {
 		return json.RawMessage(fmt.Sprintf(`{"truncated":true,"bytes":%d}`, len(b)))
 	}
 	return json.RawMessage(b)
+}
+
+// all is what an add answers as its results: the changes applied, then one
+// entry per write that did not apply, which a client that keeps only ADD
+// and UPDATE entries skips and a model reading every entry understands.
+func (w *writeResult) all() []resultJSON {
+	return append(append([]resultJSON{}, w.results...), w.waiting...)
+}
+
+// pendingResult is the entry of a parked write: event PENDING_REVIEW, the
+// memory it is about, and words a model reads correctly (proxy.PendingNotice).
+func pendingResult(rec *memory.Record, typ, summary, eventID string) resultJSON {
+	change := proxy.ChangeWrite
+	switch {
+	case typ == eventDelete:
+		change = proxy.ChangeDelete
+	case typ == eventUpdate:
+		change = proxy.ChangeUpdate
+	}
+	status := fmt.Sprintf("event_id %s (memory_event_status, or GET /v1/event/%s/)", eventID, eventID)
+	text := proxy.PendingNotice(change, rec.SlotID, summary, status)
+	out := resultJSON{ID: rec.SlotID, Memory: text, Event: proxy.EventPendingReview, UserID: optional(rec.Scope.UserID), RecordID: rec.ID}
+	out.Data.Memory = text
+	return out
+}
+
+// refusedResult is the entry of a refused write: event REFUSED and the
+// reason, never its text.
+func refusedResult(rec *memory.Record) resultJSON {
+	text := proxy.RefusedNotice(rec)
+	out := resultJSON{ID: rec.ID, Memory: text, Event: proxy.EventRefused, UserID: optional(rec.Scope.UserID), RecordID: rec.ID}
+	out.Data.Memory = text
+	return out
 }

@@ -60,7 +60,11 @@ const parked = await client.add([{ role: "user", content: "Never auto-publish po
 });
 assert.equal(parked.status, "PENDING");
 assert.ok(parked.eventId, "a parked write names its event");
-assert.equal(parked.results.length, 0);
+// One PENDING_REVIEW entry: a client that keeps ADD and UPDATE entries skips it.
+assert.equal(parked.results.length, 1);
+assert.equal(parked.results[0].event, "PENDING_REVIEW");
+assert.ok(parked.results[0].memory.startsWith("NOT SAVED YET: "));
+assert.equal(parked.results.filter((r) => r.event === "ADD" || r.event === "UPDATE").length, 0);
 let event = await raw(`/v1/event/${parked.eventId}/`);
 assert.equal(event.status, "PENDING");
 step("add parked");
