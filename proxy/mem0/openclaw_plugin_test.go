@@ -172,6 +172,14 @@ func TestOpenClawPluginTellsTheModel(t *testing.T) {
 	if s := get("search_decided").Text; !strings.Contains(s, "Auto-publish is disabled for project alpha from now on") {
 		t.Errorf("search after approval: %q", s)
 	}
+	// Auto-recall, before a turn about the rule: nothing of the parked
+	// write while it waits; the approved rule once decided.
+	if s := get("recall_waiting").Text; strings.Contains(s, "Auto-publish") {
+		t.Errorf("auto-recall shows a parked write: %q", s)
+	}
+	if s := get("recall_decided").Text; !strings.Contains(s, "- Auto-publish is disabled for project alpha from now on") {
+		t.Errorf("auto-recall after approval: %q", s)
+	}
 
 	// A preference edit applies in place.
 	var darkID string

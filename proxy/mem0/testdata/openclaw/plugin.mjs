@@ -15,12 +15,12 @@ const pluginConfig = {
   ...shipped.plugins.entries["openclaw-mem0"].config,
   baseUrl: process.env.MEMGATE_URL,
   apiKey: process.env.MEMGATE_KEY,
-  autoCapture: false, // tools only: no model turn drives the hooks here
-  autoRecall: false,
+  autoCapture: false, // no model turn here: nothing to capture
 };
 if (process.env.SKILLS === "1") pluginConfig.skills = {};
 
 const tools = {};
+const hooks = {};
 const noop = () => {};
 const api = {
   id: "openclaw-mem0",
@@ -28,7 +28,8 @@ const api = {
   registrationMode: "full",
   logger: { info: noop, warn: noop, error: (m) => console.error(m), debug: noop },
   registerTool: (tool) => { tools[tool.name] = tool; },
-  registerService: noop, registerCli: noop, registerCommand: noop, registerHook: noop, on: noop,
+  registerService: noop, registerCli: noop, registerCommand: noop, registerHook: noop,
+  on: (name, fn) => { (hooks[name] ??= []).push(fn); },
   resolvePath: (p) => p,
 };
 entry.register(api);
@@ -40,6 +41,14 @@ const call = async (step, name, params) => {
   const res = await tools[name].execute(`call-${++n}`, params);
   out(step, res);
   return res;
+};
+// Auto-recall, as OpenClaw runs it before it builds a turn's prompt: what
+// it adds to the prompt for a user message about the rule.
+const recall = async (step) => {
+  for (const fn of hooks.before_prompt_build ?? []) {
+    const res = await fn({ prompt: "Should I auto-publish the project alpha launch post today?" }, { sessionKey: "agent:main:main", trigger: "user" });
+    console.log(JSON.stringify({ step, text: res?.prependContext ?? "", details: null }));
+  }
 };
 const eventOf = (res) => /event_id (\S+) /.exec(res.content[0].text)?.[1];
 
@@ -53,14 +62,18 @@ const policyId = parked.details.results.find((r) => r.event === "PENDING_REVIEW"
 await call("update_applied", "memory_update", { memoryId: darkId, text: "I prefer a light theme in every editor" });
 await call("event_waiting", "memory_event_status", { event_id: eventOf(parked) });
 await call("search_waiting", "memory_search", { query: "auto-publish project alpha" });
+await recall("recall_waiting");
 
 const approved = await fetch(process.env.MEMGATE_APPROVE, { method: "POST" });
 if (!approved.ok) throw new Error(`approve: ${approved.status}`);
 await call("event_decided", "memory_event_status", { event_id: eventOf(parked) });
 await call("search_decided", "memory_search", { query: "auto-publish project alpha" });
+await recall("recall_decided");
 
 // The plugin ignores the answers of update and delete: what the model
 // reads is the plugin's own text, whatever memgate decided.
 await call("update_parked", "memory_update", { memoryId: policyId, text: "Auto-publish is enabled for project alpha" });
 await call("delete_parked", "memory_delete", { memoryId: policyId });
 await call("delete_applied", "memory_delete", { memoryId: darkId });
+// The plugin's recall leaves a timer running; the scenario is done.
+process.exit(0);
