@@ -72,6 +72,12 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	if f.Layer != "" && !f.Layer.Valid() {
 		return nil, Errorf(EINVALID, "unknown layer %q", f.Layer)
 	}
+	if f.SubjectID != "" {
+		// Subjects are stored folded; a look-alike in a read names the same one.
+		if id, err := FoldID(f.SubjectID); err == nil {
+			f.SubjectID = id
+		}
+	}
 	words := strings.Fields(strings.ToLower(f.Query))
 	out := []*Record{}
 	err := g.store.View(ctx, func(tx ReadTx) error {

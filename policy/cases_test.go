@@ -160,6 +160,11 @@ func TestLookAlikeSubjectsShareASlot(t *testing.T) {
 			t.Errorf("subject %q: slot %s (first %s), %s; want the same slot, parked as an override", subject, res.Record.SlotID, first.Record.SlotID, res.Outcome)
 		}
 	}
+	// A look-alike in a read names the same subject.
+	recs, err := g.List(context.Background(), memory.ListFilter{SubjectID: "proj-c\u0430fe"})
+	if err != nil || len(recs) != 1 || recs[0].ID != first.Record.ID {
+		t.Errorf("list by a look-alike subject: %d records, %v", len(recs), err)
+	}
 }
 
 // TestSecretsAreNeverStored: a secret anywhere a writer can put a string is

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -102,7 +103,14 @@ func (n *Native) get(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Native) history(w http.ResponseWriter, r *http.Request) {
-	slot := memory.KeyedSlotID(r.PathValue("subjectId"), r.PathValue("factType"))
+	// Slots are named by folded ids (see memory.FoldID).
+	subject, err1 := memory.FoldID(r.PathValue("subjectId"))
+	factType, err2 := memory.FoldID(r.PathValue("factType"))
+	if err := errors.Join(err1, err2); err != nil {
+		WriteError(w, r, n.Log, memory.Errorf(memory.EINVALID, "%v", err))
+		return
+	}
+	slot := memory.KeyedSlotID(subject, factType)
 	recs, err := n.Gov.History(r.Context(), slot)
 	if err != nil {
 		WriteError(w, r, n.Log, err)
