@@ -77,6 +77,15 @@ func (c *Candidate) Normalize() error {
 	if !utf8.ValidString(c.Summary) {
 		return Errorf(EINVALID, "summary is not valid UTF-8")
 	}
+	// Text a reviewer will read is inert: CRLF becomes LF, and any other
+	// control character (NUL, ESC, a lone CR…) is refused.
+	c.Summary = strings.ReplaceAll(c.Summary, "\r\n", "\n")
+	c.Evidence.Excerpt = strings.ReplaceAll(c.Evidence.Excerpt, "\r\n", "\n")
+	for _, f := range []struct{ name, v string }{{"summary", c.Summary}, {"evidence.excerpt", c.Evidence.Excerpt}} {
+		if err := checkText(f.name, f.v); err != nil {
+			return err
+		}
+	}
 	if len(c.Value) > MaxValueBytes {
 		return Errorf(EINVALID, "value is %d bytes, more than the %d allowed", len(c.Value), MaxValueBytes)
 	}
@@ -154,4 +163,18 @@ func FoldID(s string) (string, error) {
 		return "", errors.New(strings.TrimPrefix(err.Error(), "textfold: "))
 	}
 	return id, nil
+}
+
+// checkText refuses invalid UTF-8 and control characters other than tab
+// and newline in free text.
+func checkText(name, v string) error {
+	if !utf8.ValidString(v) {
+		return Errorf(EINVALID, "%s is not valid UTF-8", name)
+	}
+	for _, r := range v {
+		if r != '\t' && r != '\n' && (r < 0x20 || r == 0x7f) {
+			return Errorf(EINVALID, "%s contains the control character %U; only tab and newline are allowed", name, r)
+		}
+	}
+	return nil
 }

@@ -198,3 +198,22 @@ func TestCLIPolicyReplayReportsChangedDecisions(t *testing.T) {
 		t.Fatalf("broken policy replay: %v", err)
 	}
 }
+
+// TestCLITextIsInert: what the CLI prints as text shows control characters
+// and bidi overrides instead of letting them act on the terminal.
+func TestCLITextIsInert(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain text, 中文", "plain text, 中文"},
+		{"tab\tand\nnewline", "tab\tand\nnewline"},
+		{"\x1b]0;owned\x07title", `\x1b]0;owned\x07title`},
+		{"\x1b[2K\x1b[1Arewrite", `\x1b[2K\x1b[1Arewrite`},
+		{"cr\rreturn", `cr\x0dreturn`},
+		{"del\x7f c1\u009b", `del\x7f c1\u009b`},
+		{"bidi \u202eevil\u202c", `bidi \u202eevil\u202c`},
+		{"bad \xff byte, real \uFFFD", `bad \xff byte, real ` + "\uFFFD"},
+	} {
+		if got := inert(tc.in); got != tc.want {
+			t.Errorf("inert(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

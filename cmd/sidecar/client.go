@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // cliEnv is what every admin subcommand shares.
@@ -125,5 +126,38 @@ func (c *clientFlags) show(w io.Writer, raw json.RawMessage, text func(io.Writer
 		_, err := w.Write(buf.Bytes())
 		return err
 	}
-	return text(w)
+	var buf bytes.Buffer
+	if err := text(&buf); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, inert(buf.String()))
+	return err
+}
+
+// inert escapes what a terminal would act on instead of showing: control
+// characters but tab and newline (ESC sequences can move the cursor,
+// retitle the window or rewrite lines above), DEL, C1 controls, bidi
+// overrides and invalid UTF-8. Memories are written by agents; a reviewer
+// must see what they hold, not what they make the terminal do.
+func inert(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError:
+			if _, size := utf8.DecodeRuneInString(s[i:]); size == 1 { // an invalid byte, not U+FFFD
+				fmt.Fprintf(&b, "\\x%02x", s[i])
+				continue
+			}
+			b.WriteRune(r)
+		case r == '\n' || r == '\t':
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case (r >= 0x80 && r <= 0x9f) || r == 0x061c || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
