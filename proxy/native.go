@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/memgate/memgate/memory"
@@ -81,8 +82,19 @@ func (n *Native) submit(w http.ResponseWriter, r *http.Request, c memory.Candida
 	WriteJSON(w, statusOfOutcome[res.Outcome], res.Record)
 }
 
+// listParams are the query parameters of GET /api/v1/memories; any other is
+// refused, so a misspelt or unsupported one (limit=-1) is not silently
+// ignored.
+var listParams = []string{"subjectId", "layer", "q", "userId", "agentId", "appId", "runId"}
+
 func (n *Native) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	for k := range q {
+		if !slices.Contains(listParams, k) {
+			WriteError(w, r, n.Log, memory.Errorf(memory.EINVALID, "unknown query parameter %q (known: %s)", k, strings.Join(listParams, ", ")))
+			return
+		}
+	}
 	f := memory.ListFilter{SubjectID: q.Get("subjectId"), Layer: memory.Layer(q.Get("layer")), Query: q.Get("q"),
 		Scope: memory.Scope{UserID: q.Get("userId"), AgentID: q.Get("agentId"), AppID: q.Get("appId"), RunID: q.Get("runId")}}
 	recs, err := n.Gov.List(r.Context(), f)

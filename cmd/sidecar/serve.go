@@ -240,7 +240,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		agentLn.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	servers := []*http.Server{newServer(agentMux, log), newServer(adminMux, log)}
+	servers := []*http.Server{newServer(proxy.JSONRoutes(agentMux), log), newServer(proxy.JSONRoutes(adminMux), log)}
 	servers[0].RegisterOnShutdown(mcpSrv.Close) // open MCP streams must not hold up Shutdown
 	errc := make(chan error, 2)
 	for i, ln := range []net.Listener{agentLn, adminLn} {
