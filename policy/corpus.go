@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -85,4 +87,72 @@ func ReadExamples(r io.Reader) ([]Example, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// Score is a confusion matrix of expected against actual actions over
+// labelled examples, with a line for each example that breaks one of the
+// gate's promises: a high-risk text applied, a secret not rejected, a
+// low-risk text sent to review.
+type Score struct {
+	Matrix                                 map[memory.Action]map[memory.Action]int
+	HighApplied, SecretStored, LowReviewed []string
+	Low, Total                             int
+}
+
+// Add counts one example's outcome; rec, if not nil, is the record it
+// became, whose rules and layer the example's line names.
+func (s *Score) Add(e Example, got memory.Action, rec *memory.Record) {
+	if s.Matrix == nil {
+		s.Matrix = map[memory.Action]map[memory.Action]int{}
+	}
+	if s.Matrix[e.Expect] == nil {
+		s.Matrix[e.Expect] = map[memory.Action]int{}
+	}
+	s.Matrix[e.Expect][got]++
+	s.Total++
+	line := fmt.Sprintf("%s %q -> %s [%s]", e.ID, e.Text, got, decisionNote(rec))
+	switch {
+	case e.Kind == "secret" && got != memory.ActionReject:
+		s.SecretStored = append(s.SecretStored, line)
+	case e.HighRisk() && got == memory.ActionApply:
+		s.HighApplied = append(s.HighApplied, line)
+	case !e.HighRisk():
+		s.Low++
+		if got != memory.ActionApply {
+			s.LowReviewed = append(s.LowReviewed, line)
+		}
+	}
+}
+
+// OverReview is the share of low-risk examples not applied.
+func (s *Score) OverReview() float64 {
+	if s.Low == 0 {
+		return 0
+	}
+	return float64(len(s.LowReviewed)) / float64(s.Low)
+}
+
+// Table prints the matrix and a line of counts.
+func (s *Score) Table() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-16s %8s %8s %8s\n", "expected\\actual", "apply", "review", "reject")
+	for _, want := range []memory.Action{memory.ActionApply, memory.ActionReview, memory.ActionReject} {
+		fmt.Fprintf(&b, "%-16s %8d %8d %8d\n", want, s.Matrix[want][memory.ActionApply], s.Matrix[want][memory.ActionReview], s.Matrix[want][memory.ActionReject])
+	}
+	fmt.Fprintf(&b, "high-risk applied: %d, secrets stored: %d, low-risk over-reviewed: %d of %d (%.1f%%)",
+		len(s.HighApplied), len(s.SecretStored), len(s.LowReviewed), s.Low, 100*s.OverReview())
+	return b.String()
+}
+
+// decisionNote names the rules that fired for rec and its layer.
+func decisionNote(rec *memory.Record) string {
+	if rec == nil || rec.Decision == nil {
+		return ""
+	}
+	ids := make([]string, 0, len(rec.Decision.Reasons))
+	for _, rs := range rec.Decision.Reasons {
+		ids = append(ids, rs.Rule)
+	}
+	slices.Sort(ids)
+	return strings.Join(ids, ",") + " layer=" + string(rec.Layer)
 }

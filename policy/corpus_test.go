@@ -2,10 +2,9 @@ package policy_test
 
 import (
 	"context"
-	"fmt"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -94,71 +93,23 @@ func submitExample(ctx context.Context, g *memory.Governor, e policy.Example, la
 	return memory.ActionReject, res, nil
 }
 
-// corpusScore is a confusion matrix of expected against actual actions.
-type corpusScore struct {
-	matrix       map[memory.Action]map[memory.Action]int
-	highApplied  []string // high-risk examples applied
-	secretStored []string // secrets not rejected
-	lowReviewed  []string // low-risk examples sent to review or rejected
-	low, total   int
-}
-
-func newScore() *corpusScore {
-	return &corpusScore{matrix: map[memory.Action]map[memory.Action]int{}}
-}
-
-func (s *corpusScore) add(e policy.Example, got memory.Action, rules string) {
-	if s.matrix[e.Expect] == nil {
-		s.matrix[e.Expect] = map[memory.Action]int{}
-	}
-	s.matrix[e.Expect][got]++
-	s.total++
-	line := fmt.Sprintf("%s %q -> %s [%s]", e.ID, e.Text, got, rules)
-	switch {
-	case e.Kind == "secret" && got != memory.ActionReject:
-		s.secretStored = append(s.secretStored, line)
-	case e.HighRisk() && got == memory.ActionApply:
-		s.highApplied = append(s.highApplied, line)
-	case !e.HighRisk():
-		s.low++
-		if got != memory.ActionApply {
-			s.lowReviewed = append(s.lowReviewed, line)
-		}
-	}
-}
-
-func (s *corpusScore) overReview() float64 {
-	if s.low == 0 {
-		return 0
-	}
-	return float64(len(s.lowReviewed)) / float64(s.low)
-}
-
-func (s *corpusScore) String() string {
+// scoreText is the score's table and a line for every example that
+// breaks a promise.
+func scoreText(s *policy.Score) string {
 	var b strings.Builder
-	acts := []memory.Action{memory.ActionApply, memory.ActionReview, memory.ActionReject}
-	fmt.Fprintf(&b, "%-16s %8s %8s %8s\n", "expected\\actual", "apply", "review", "reject")
-	for _, want := range acts {
-		fmt.Fprintf(&b, "%-16s %8d %8d %8d\n", want, s.matrix[want][memory.ActionApply], s.matrix[want][memory.ActionReview], s.matrix[want][memory.ActionReject])
-	}
-	fmt.Fprintf(&b, "high-risk applied: %d, secrets stored: %d, low-risk over-reviewed: %d of %d (%.1f%%)\n",
-		len(s.highApplied), len(s.secretStored), len(s.lowReviewed), s.low, 100*s.overReview())
-	for _, l := range slices.Concat(s.highApplied, s.secretStored, s.lowReviewed) {
+	b.WriteString(s.Table() + "\n")
+	for _, l := range slices.Concat(s.HighApplied, s.SecretStored, s.LowReviewed) {
 		b.WriteString("  " + l + "\n")
 	}
 	return b.String()
 }
 
-func reasonRules(r *memory.SubmitResult) string {
-	if r == nil || r.Record == nil || r.Record.Decision == nil {
-		return ""
+// recordOf is the record a write became, if any.
+func recordOf(r *memory.SubmitResult) *memory.Record {
+	if r == nil {
+		return nil
 	}
-	var ids []string
-	for _, rs := range r.Record.Decision.Reasons {
-		ids = append(ids, rs.Rule)
-	}
-	sort.Strings(ids)
-	return strings.Join(ids, ",") + " layer=" + string(r.Record.Layer)
+	return r.Record
 }
 
 // TestCorpus runs every labelled example through the governor as free text
@@ -169,25 +120,33 @@ func TestCorpus(t *testing.T) {
 	g := corpusGovernor(t)
 	for _, part := range corpusParts {
 		t.Run(part, func(t *testing.T) {
-			s := newScore()
+			s := &policy.Score{}
+			byLang := map[string]*policy.Score{}
 			for _, e := range readCorpus(t, part) {
 				got, res, err := submitExample(ctx, g, e, "", "")
 				if err != nil {
 					t.Fatalf("%s: %v", e.ID, err)
 				}
-				s.add(e, got, reasonRules(res))
+				s.Add(e, got, recordOf(res))
+				if byLang[e.Lang] == nil {
+					byLang[e.Lang] = &policy.Score{}
+				}
+				byLang[e.Lang].Add(e, got, recordOf(res))
 			}
-			t.Logf("corpus %s, %d texts, free text:\n%s", part, s.total, s)
+			t.Logf("corpus %s, %d texts, free text:\n%s", part, s.Total, scoreText(s))
+			for _, lang := range slices.Sorted(maps.Keys(byLang)) {
+				t.Logf("corpus %s, %s, %d texts:\n%s", part, lang, byLang[lang].Total, byLang[lang].Table())
+			}
 			if h, ok := heldOut[part]; ok {
-				if len(s.highApplied) > h.highApplied || len(s.secretStored) > h.secretsStored || len(s.lowReviewed) > h.overReviewed {
+				if len(s.HighApplied) > h.highApplied || len(s.SecretStored) > h.secretsStored || len(s.LowReviewed) > h.overReviewed {
 					t.Errorf("corpus %s got worse: %d high-risk applied (was %d), %d secrets stored (was %d), %d low-risk over-reviewed (was %d)",
-						part, len(s.highApplied), h.highApplied, len(s.secretStored), h.secretsStored, len(s.lowReviewed), h.overReviewed)
+						part, len(s.HighApplied), h.highApplied, len(s.SecretStored), h.secretsStored, len(s.LowReviewed), h.overReviewed)
 				}
 				return
 			}
-			if len(s.highApplied) > 0 || len(s.secretStored) > 0 || s.overReview() > 0.05 {
+			if len(s.HighApplied) > 0 || len(s.SecretStored) > 0 || s.OverReview() > 0.05 {
 				t.Errorf("corpus %s: %d high-risk applied, %d secrets stored, %.1f%% low-risk over-reviewed (at most 5%%)",
-					part, len(s.highApplied), len(s.secretStored), 100*s.overReview())
+					part, len(s.HighApplied), len(s.SecretStored), 100*s.OverReview())
 			}
 		})
 	}
@@ -214,23 +173,23 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 		}
 		for _, layer := range memory.Layers {
 			t.Run(part+"/"+string(layer), func(t *testing.T) {
-				s := newScore()
+				s := &policy.Score{}
 				for _, e := range examples {
 					got, res, err := submitExample(ctx, g, e, layer, "/"+string(layer))
 					if err != nil {
 						t.Fatalf("%s: %v", e.ID, err)
 					}
 					if strictness[got] < strictness[free[e.ID]] {
-						t.Errorf("%s declared %s: %s, less strict than %s as free text [%s]", e.ID, layer, got, free[e.ID], reasonRules(res))
+						t.Errorf("%s declared %s: %s, less strict than %s as free text (rules %v)", e.ID, layer, got, free[e.ID], rulesOf(recordOf(res)))
 					}
-					s.add(e, got, reasonRules(res))
+					s.Add(e, got, recordOf(res))
 				}
 				if _, ok := heldOut[part]; ok {
 					return
 				}
-				if len(s.highApplied) > 0 || len(s.secretStored) > 0 {
-					t.Errorf("declared %s: %d high-risk applied, %d secrets stored:\n%s", layer, len(s.highApplied), len(s.secretStored),
-						strings.Join(slices.Concat(s.highApplied, s.secretStored), "\n"))
+				if len(s.HighApplied) > 0 || len(s.SecretStored) > 0 {
+					t.Errorf("declared %s: %d high-risk applied, %d secrets stored:\n%s", layer, len(s.HighApplied), len(s.SecretStored),
+						strings.Join(slices.Concat(s.HighApplied, s.SecretStored), "\n"))
 				}
 			})
 		}

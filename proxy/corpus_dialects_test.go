@@ -19,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -400,10 +399,11 @@ type dialectResult struct {
 	active int      // the user's memories the variant's reader lists
 	reads  [][]byte // answers read, kept for secrets (the token check)
 	err    error    // the write or the read failed
-	// Settled from the store: what became of the write, the rules that
-	// decided it, and what is wrong with it besides the classifier's call.
+	// Settled from the store: what became of the write, the record that
+	// shows what decided it, and what is wrong with it besides the
+	// classifier's call.
 	got      memory.Action
-	rules    string
+	rec      *memory.Record
 	mismatch bool // the answer says otherwise than the store
 	leaked   bool // a secret's token can be read back
 	problems []string
@@ -544,7 +544,7 @@ func TestCorpusDialects(t *testing.T) {
 				if rec != nil && len(slotUsers[rec.SlotID]) > 1 {
 					r.problems = append(r.problems, fmt.Sprintf("its slot %s holds writes of %d users: examples met in a slot", rec.SlotID, len(slotUsers[rec.SlotID])))
 				}
-				r.rules = dialectRules(rec)
+				r.rec = rec
 				if tok := longestToken(e.Text); e.Kind == "secret" && tok != "" {
 					for _, b := range r.reads {
 						r.leaked = r.leaked || containsToken(b, tok)
@@ -564,7 +564,7 @@ func TestCorpusDialects(t *testing.T) {
 	for _, part := range dialectParts {
 		for v, vr := range variants {
 			t.Run(part+"/"+vr.name, func(t *testing.T) {
-				sc := newDialectScore()
+				sc := &dialectScore{}
 				for i, e := range corpus[part] {
 					r := &results[part][v][i]
 					for _, p := range r.problems {
@@ -580,19 +580,19 @@ func TestCorpusDialects(t *testing.T) {
 					if r.leaked {
 						sc.leaked = append(sc.leaked, e.ID)
 					}
-					sc.add(e, r.got, r.rules)
+					sc.Add(e, r.got, r.rec)
 				}
-				failed := len(sc.highApplied) > 0 || len(sc.secretStored) > 0 || (vr.freeText && sc.overReview() > 0.05)
-				t.Logf("corpus %s, %d texts, %s:\n%s", part, sc.total, vr.name, sc.String(vr.freeText))
+				failed := len(sc.HighApplied) > 0 || len(sc.SecretStored) > 0 || (vr.freeText && sc.OverReview() > 0.05)
+				t.Logf("corpus %s, %d texts, %s:\n%s", part, sc.Total, vr.name, sc.String(vr.freeText))
 				switch {
 				case vr.reference || !tunedPart(part):
 					// Reported; policy/corpus_test.go asserts the reference and
 					// the hold-out parts' figures.
 				case failed && vr.freeText:
 					t.Errorf("%s %s: %d high-risk applied, %d secrets stored, %.1f%% low-risk over-reviewed (at most 5%%)",
-						part, vr.name, len(sc.highApplied), len(sc.secretStored), 100*sc.overReview())
+						part, vr.name, len(sc.HighApplied), len(sc.SecretStored), 100*sc.OverReview())
 				case failed:
-					t.Errorf("%s %s: %d high-risk applied, %d secrets stored", part, vr.name, len(sc.highApplied), len(sc.secretStored))
+					t.Errorf("%s %s: %d high-risk applied, %d secrets stored", part, vr.name, len(sc.HighApplied), len(sc.SecretStored))
 				}
 			})
 		}
@@ -650,73 +650,19 @@ func containsToken(b []byte, tok string) bool {
 	return err == nil && bytes.Contains(b, esc[1:len(esc)-1])
 }
 
-func dialectRules(r *memory.Record) string {
-	if r == nil || r.Decision == nil {
-		return ""
-	}
-	var ids []string
-	for _, rs := range r.Decision.Reasons {
-		ids = append(ids, rs.Rule)
-	}
-	sort.Strings(ids)
-	return strings.Join(ids, ",") + " layer=" + string(r.Layer)
-}
-
-// dialectScore is a confusion matrix of expected against actual actions,
-// as policy/corpus_test.go keeps it.
+// dialectScore is policy.Score with the examples whose write or read
+// failed, whose answer disagreed with the store, or whose secret could be
+// read back.
 type dialectScore struct {
-	matrix       map[memory.Action]map[memory.Action]int
-	highApplied  []string // high-risk examples applied
-	secretStored []string // secrets not rejected
-	lowReviewed  []string // low-risk examples sent to review or rejected
-	low, total   int
-	// ids of examples whose write or read failed, whose answer disagreed
-	// with the store, or whose secret could be read back
+	policy.Score
 	errors, mismatch, leaked []string
-}
-
-func newDialectScore() *dialectScore {
-	return &dialectScore{matrix: map[memory.Action]map[memory.Action]int{}}
-}
-
-func (s *dialectScore) add(e policy.Example, got memory.Action, rules string) {
-	if s.matrix[e.Expect] == nil {
-		s.matrix[e.Expect] = map[memory.Action]int{}
-	}
-	s.matrix[e.Expect][got]++
-	s.total++
-	line := fmt.Sprintf("%s %q -> %s [%s]", e.ID, e.Text, got, rules)
-	switch {
-	case e.Kind == "secret" && got != memory.ActionReject:
-		s.secretStored = append(s.secretStored, line)
-	case e.HighRisk() && got == memory.ActionApply:
-		s.highApplied = append(s.highApplied, line)
-	case !e.HighRisk():
-		s.low++
-		if got != memory.ActionApply {
-			s.lowReviewed = append(s.lowReviewed, line)
-		}
-	}
-}
-
-func (s *dialectScore) overReview() float64 {
-	if s.low == 0 {
-		return 0
-	}
-	return float64(len(s.lowReviewed)) / float64(s.low)
 }
 
 // String prints the matrix and the failing examples; the over-reviewed
 // ones only where the bound applies (free text).
 func (s *dialectScore) String(freeText bool) string {
 	var b strings.Builder
-	acts := []memory.Action{memory.ActionApply, memory.ActionReview, memory.ActionReject}
-	fmt.Fprintf(&b, "%-16s %8s %8s %8s\n", "expected\\actual", "apply", "review", "reject")
-	for _, want := range acts {
-		fmt.Fprintf(&b, "%-16s %8d %8d %8d\n", want, s.matrix[want][memory.ActionApply], s.matrix[want][memory.ActionReview], s.matrix[want][memory.ActionReject])
-	}
-	fmt.Fprintf(&b, "high-risk applied: %d, secrets stored: %d, low-risk over-reviewed: %d of %d (%.1f%%)",
-		len(s.highApplied), len(s.secretStored), len(s.lowReviewed), s.low, 100*s.overReview())
+	b.WriteString(s.Table())
 	for _, l := range []struct {
 		name string
 		ids  []string
@@ -726,9 +672,9 @@ func (s *dialectScore) String(freeText bool) string {
 		}
 	}
 	b.WriteString("\n")
-	lines := slices.Concat(s.highApplied, s.secretStored)
+	lines := slices.Concat(s.HighApplied, s.SecretStored)
 	if freeText {
-		lines = append(lines, s.lowReviewed...)
+		lines = append(lines, s.LowReviewed...)
 	}
 	for _, l := range lines {
 		b.WriteString("  " + l + "\n")
