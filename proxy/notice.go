@@ -94,18 +94,6 @@ func RefusedHeader(n int) string {
 // repeated: it may hold a secret.
 const Withheld = "a refused write (its text is not repeated)"
 
-// Dropped reports whether a refused write was one a dialect inferred from
-// a conversation (a Mem0 add with infer, an extracted fact) and policy
-// refused without a secret: chit-chat or a question, which Mem0 answers
-// nothing for, so neither do the dialects. A secret is always reported.
-func Dropped(rec *memory.Record) bool {
-	if rec == nil || rec.Decision == nil || len(rec.Decision.Redact) > 0 {
-		return false
-	}
-	ref := rec.Evidence.SourceRef
-	return strings.HasPrefix(ref, "mem0:infer:") || strings.HasPrefix(ref, "mem0:extract:")
-}
-
 func clip(s string) string {
 	if utf8.RuneCountInString(s) <= maxNoticeText {
 		return s

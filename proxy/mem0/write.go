@@ -108,7 +108,7 @@ func (h *Handler) write(ctx context.Context, typ string, cands []memory.Candidat
 			res.waiting = append(res.waiting, pendingResult(sr.Record, typ, c.Summary, ev.ID))
 		case memory.OutcomeRefused:
 			res.refused = append(res.refused, sr.Record)
-			if !proxy.Dropped(sr.Record) {
+			if !dropped(sr.Record) {
 				res.waiting = append(res.waiting, refusedResult(sr.Record))
 			}
 		case memory.OutcomeUnchanged:
@@ -178,4 +178,20 @@ func refusedResult(rec *memory.Record) resultJSON {
 	out := resultJSON{ID: rec.ID, Memory: text, Event: proxy.EventRefused, UserID: optional(rec.Scope.UserID), RecordID: rec.ID}
 	out.Data.Memory = text
 	return out
+}
+
+// dropped reports whether a refused write was one this dialect inferred
+// from a conversation (an add with infer, an extracted fact) and policy
+// refused without a secret: chit-chat or a question, for which Mem0
+// answers nothing, so neither does memgate. A secret is always reported.
+func dropped(rec *memory.Record) bool {
+	if rec.Decision == nil || len(rec.Decision.Redact) > 0 {
+		return false
+	}
+	for _, mode := range []string{modeInfer, modeExtract} {
+		if strings.HasPrefix(rec.Evidence.SourceRef, "mem0:"+mode+":") {
+			return true
+		}
+	}
+	return false
 }
