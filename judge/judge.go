@@ -14,14 +14,12 @@
 package judge
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -32,6 +30,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/memgate/memgate/chat"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -147,11 +146,7 @@ func New(o Options) (*Client, error) {
 		return nil, fmt.Errorf("judge: URL %q has no host", raw)
 	}
 	u.Fragment, u.RawFragment = "", ""
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	if !strings.HasSuffix(u.Path, "/chat/completions") {
-		u.Path += "/chat/completions"
-	}
+	u.Path, u.RawPath = chat.CompletionsURL(u.Path), ""
 	display := *u
 	display.RawQuery, display.ForceQuery = "", false
 	c := &Client{url: u.String(), display: display.String(), model: strings.TrimSpace(o.Model), apiKey: o.APIKey,
@@ -201,29 +196,6 @@ Choose the risk: high for strategy, permission, state_change, poisoning and secr
 
 Answer with JSON only, exactly {"label": "<label>", "risk": "low|medium|high", "reason": "<one short sentence>"}. Do not quote the memory text in the reason and never repeat a credential.`
 
-type chatRequest struct {
-	Model          string        `json:"model"`
-	Messages       []chatMessage `json:"messages"`
-	Temperature    float64       `json:"temperature"`
-	ResponseFormat struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
-}
-
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type chatResponse struct {
-	Choices []struct {
-		Message struct {
-			Content string `json:"content"`
-			Refusal string `json:"refusal"`
-		} `json:"message"`
-	} `json:"choices"`
-}
-
 // Judge asks the model for a verdict on rec's summary. It returns nil, nil
 // without asking when the summary is empty. Any failure is an error: the
 // caller then keeps the rules' verdict.
@@ -267,47 +239,26 @@ func (c *Client) judge(ctx context.Context, rec *memory.Record) (*memory.Verdict
 	if err != nil {
 		return nil, err
 	}
-	req := chatRequest{Model: c.model, Temperature: 0,
-		Messages: []chatMessage{{Role: "system", Content: systemPrompt}, {Role: "user", Content: user}}}
-	req.ResponseFormat.Type = "json_object"
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("judge: encode request: %w", err)
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("judge: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	if c.apiKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.client.Do(hr)
-	if err != nil {
+	ans, err := chat.Complete(ctx, c.client, chat.Request{URL: c.url, APIKey: c.apiKey, Model: c.model,
+		System: systemPrompt, User: user, MaxBytes: MaxResponseBytes})
+	var status *chat.StatusError
+	var decode *chat.DecodeError
+	switch {
+	case err == nil:
+	case errors.Is(err, chat.ErrTooLarge):
+		return nil, fmt.Errorf("judge: %s answered more than %d bytes", c.display, MaxResponseBytes)
+	case errors.As(err, &status):
+		// The body may echo the request, memory text included: debug only.
+		c.log.Debug("judge endpoint error", "status", status.Status, "body", truncate(string(status.Body), 200))
+		return nil, fmt.Errorf("judge: %s answered %s", c.display, status.Status)
+	case errors.As(err, &decode):
+		return nil, fmt.Errorf("judge: decode the answer of %s: %w", c.display, decode.Err)
+	case errors.Is(err, chat.ErrNoChoices):
+		return nil, fmt.Errorf("judge: the answer of %s has no choices", c.display)
+	default:
 		return nil, fmt.Errorf("judge: ask %s: %w", c.display, unwrapURLError(err))
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("judge: read the answer of %s: %w", c.display, err)
-	}
-	if len(raw) > MaxResponseBytes {
-		return nil, fmt.Errorf("judge: %s answered more than %d bytes", c.display, MaxResponseBytes)
-	}
-	if resp.StatusCode/100 != 2 {
-		// The body may echo the request, memory text included: debug only.
-		c.log.Debug("judge endpoint error", "status", resp.Status, "body", truncate(string(raw), 200))
-		return nil, fmt.Errorf("judge: %s answered %s", c.display, resp.Status)
-	}
-	var cr chatResponse
-	if err := json.Unmarshal(raw, &cr); err != nil {
-		return nil, fmt.Errorf("judge: decode the answer of %s: %w", c.display, err)
-	}
-	if len(cr.Choices) == 0 {
-		return nil, fmt.Errorf("judge: the answer of %s has no choices", c.display)
-	}
-	msg := cr.Choices[0].Message
+	msg := ans
 	if msg.Refusal != "" {
 		return nil, errors.New("judge: the model refused to classify")
 	}

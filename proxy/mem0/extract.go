@@ -1,15 +1,15 @@
 package mem0
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/memgate/memgate/chat"
 )
 
 // Extractor turns a conversation into the facts worth remembering, as
@@ -54,10 +54,7 @@ func NewChatExtractor(o ChatExtractorOptions) (*ChatExtractor, error) {
 	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		return nil, fmt.Errorf("mem0 extractor: URL %q must start with http:// or https://", u)
 	}
-	u = strings.TrimRight(u, "/")
-	if !strings.HasSuffix(u, "/chat/completions") {
-		u += "/chat/completions"
-	}
+	u = chat.CompletionsURL(u)
 	e := &ChatExtractor{url: u, model: o.Model, apiKey: o.APIKey, client: o.Client}
 	if e.model == "" {
 		e.model = "gpt-4o-mini"
@@ -72,33 +69,14 @@ func NewChatExtractor(o ChatExtractorOptions) (*ChatExtractor, error) {
 	return e, nil
 }
 
+// maxExtractorAnswer bounds the extraction model's answer.
+const maxExtractorAnswer = 1 << 20
+
 // extractPrompt is memgate's instruction to the extraction model.
 const extractPrompt = `You read a conversation between a user and an AI assistant and list the facts worth remembering long term: who the user is, their preferences, plans, projects and the rules they set for the assistant.
 Write each fact as one short, self-contained sentence in the language of the conversation.
 Leave out greetings, small talk, thanks, questions and anything only true for this moment.
 Answer with JSON only, exactly {"facts": ["...", "..."]}; answer {"facts": []} when nothing is worth remembering.`
-
-type chatRequest struct {
-	Model          string        `json:"model"`
-	Messages       []chatMessage `json:"messages"`
-	Temperature    float64       `json:"temperature"`
-	ResponseFormat struct {
-		Type string `json:"type"`
-	} `json:"response_format"`
-}
-
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type chatResponse struct {
-	Choices []struct {
-		Message struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-}
 
 // Extract asks the model for facts.
 func (e *ChatExtractor) Extract(ctx context.Context, conv []Message, hints ExtractHints) ([]string, error) {
@@ -115,41 +93,20 @@ func (e *ChatExtractor) Extract(ctx context.Context, conv []Message, hints Extra
 			system += "\n" + h.label + ": " + t
 		}
 	}
-	req := chatRequest{Model: e.model, Temperature: 0,
-		Messages: []chatMessage{{Role: "system", Content: system}, {Role: "user", Content: "Conversation:\n" + transcript(conv)}}}
-	req.ResponseFormat.Type = "json_object"
-	body, err := json.Marshal(req)
-	if err != nil {
-		return nil, fmt.Errorf("mem0 extractor: encode request: %w", err)
-	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
-	if err != nil {
+	ans, err := chat.Complete(ctx, e.client, chat.Request{URL: e.url, APIKey: e.apiKey, Model: e.model,
+		System: system, User: "Conversation:\n" + transcript(conv), MaxBytes: maxExtractorAnswer})
+	var status *chat.StatusError
+	var decode *chat.DecodeError
+	switch {
+	case err == nil:
+	case errors.As(err, &status):
+		return nil, fmt.Errorf("mem0 extractor: %s answered %s: %s", e.url, status.Status, truncate(string(status.Body), 200))
+	case errors.As(err, &decode):
+		return nil, fmt.Errorf("mem0 extractor: decode answer: %w", decode.Err)
+	default: // the transport, ErrTooLarge, ErrNoChoices
 		return nil, fmt.Errorf("mem0 extractor: %w", err)
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	if e.apiKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+e.apiKey)
-	}
-	resp, err := e.client.Do(hr)
-	if err != nil {
-		return nil, fmt.Errorf("mem0 extractor: %w", err)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("mem0 extractor: read answer: %w", err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, fmt.Errorf("mem0 extractor: %s answered %s: %s", e.url, resp.Status, truncate(string(raw), 200))
-	}
-	var cr chatResponse
-	if err := json.Unmarshal(raw, &cr); err != nil {
-		return nil, fmt.Errorf("mem0 extractor: decode answer: %w", err)
-	}
-	if len(cr.Choices) == 0 {
-		return nil, errors.New("mem0 extractor: the answer has no choices")
-	}
-	return parseFacts(cr.Choices[0].Message.Content)
+	return parseFacts(ans.Content)
 }
 
 // parseFacts reads the model's answer: {"facts": [...]}, or a bare array,

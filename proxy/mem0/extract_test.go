@@ -12,19 +12,32 @@ import (
 	"github.com/memgate/memgate/memory"
 )
 
+// wireRequest is a chat-completions request as the model receives it.
+type wireRequest struct {
+	Model    string `json:"model"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	Temperature    float64 `json:"temperature"`
+	ResponseFormat struct {
+		Type string `json:"type"`
+	} `json:"response_format"`
+}
+
 // fakeModel is an OpenAI-compatible chat-completions server on loopback
 // that answers with a fixed content (or status) and keeps the requests.
 type fakeModel struct {
 	mu       sync.Mutex
 	status   int
 	content  string
-	requests []chatRequest
+	requests []wireRequest
 	auth     []string
 	paths    []string
 }
 
 func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req chatRequest
+	var req wireRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -43,7 +56,7 @@ func (m *fakeModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // seen returns the requests so far, with their Authorization headers and paths.
-func (m *fakeModel) seen() ([]chatRequest, []string, []string) {
+func (m *fakeModel) seen() ([]wireRequest, []string, []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return slices.Clone(m.requests), slices.Clone(m.auth), slices.Clone(m.paths)
