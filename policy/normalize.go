@@ -22,8 +22,10 @@ import (
 //     so English words in Chinese text are whole words too;
 //   - one space at each end, so a keyword can anchor on a word boundary
 //     (" on " matches "on" as a word, not inside "only").
-func normalizeText(s string) string {
-	s = textfold.Text(s)
+func normalizeText(s string) string { return normalizeFolded(textfold.Text(s)) }
+
+// normalizeFolded is normalizeText of a text already folded.
+func normalizeFolded(s string) string {
 	var b strings.Builder
 	b.Grow(len(s) + 2)
 	b.WriteByte(' ')
@@ -72,8 +74,9 @@ const clauseMark = "|"
 // [" if the build is red ", " don t merge "].
 func clauses(s string) []string {
 	var out []string
-	for part := range strings.FieldsFuncSeq(s, isClauseBreak) {
-		if n := normalizeText(part); n != "" {
+	// Folded once, then split: a folded full-width comma splits too.
+	for part := range strings.FieldsFuncSeq(textfold.Text(s), isClauseBreak) {
+		if n := normalizeFolded(part); n != " " {
 			out = append(out, n)
 		}
 	}
