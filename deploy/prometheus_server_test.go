@@ -258,6 +258,7 @@ func (sc *sidecar) admin(t *testing.T, method, path, body string, v any) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+sc.token)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

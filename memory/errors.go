@@ -8,17 +8,19 @@ import (
 // Error codes. Each surface maps them to its own error shape in one table
 // (HTTP status, MCP error, Mem0 error body).
 const (
-	EINVALID       = "invalid"         // bad input; nothing was written
-	ENOTFOUND      = "not_found"       // unknown id
-	ESTALE         = "stale"           // the slot changed while a write waited for review
-	EDECIDED       = "already_decided" // a review decision was already taken
-	ECONFLICT      = "conflict"        // the record is not in a state that allows the call
-	EREJECTED      = "rejected"        // policy rejected the write
-	EUNAUTHORIZED  = "unauthorized"    // missing or wrong credentials
-	ETOOLARGE      = "too_large"       // a request body over its bound
-	EUNAVAILABLE   = "unavailable"     // shutting down or not ready
-	EINTERNAL      = "internal"        // anything unexpected
-	internalErrMsg = "Internal error."
+	EINVALID             = "invalid"              // bad input; nothing was written
+	ENOTFOUND            = "not_found"            // unknown id
+	ESTALE               = "stale"                // the slot changed while a write waited for review
+	EDECIDED             = "already_decided"      // a review decision was already taken
+	ECONFLICT            = "conflict"             // the record is not in a state that allows the call
+	EREJECTED            = "rejected"             // policy rejected the write
+	EUNAUTHORIZED        = "unauthorized"         // missing or wrong credentials
+	EFORBIDDEN           = "forbidden"            // the caller's key does not allow it (another tenant's scope)
+	ETOOLARGE            = "too_large"            // a request body over its bound
+	EUNAVAILABLE         = "unavailable"          // shutting down or not ready
+	EINSUFFICIENTSTORAGE = "insufficient_storage" // the disk is (nearly) full: writes are refused, reads work
+	EINTERNAL            = "internal"             // anything unexpected
+	internalErrMsg       = "Internal error."
 )
 
 // Error is a domain error with a machine-readable code and a message that is

@@ -33,10 +33,16 @@ type Event struct {
 	Actor     *Actor    `json:"actor,omitempty"` // who triggered the write
 	By        string    `json:"by,omitempty"`    // reviewer or operator
 	Reason    string    `json:"reason,omitempty"`
-	Related   []string  `json:"related,omitempty"` // other records involved (replaced, conflicting)
-	Decision  *Decision `json:"decision,omitempty"`
+	// Related are other records involved (replaced, conflicting). A parked
+	// write's lists the slot's active version, if it differs, and then at
+	// most MaxEventPending (16) of the slot's other pending writes, the
+	// newest, oldest first: its size does not grow with the queue.
+	Related  []string  `json:"related,omitempty"`
+	Decision *Decision `json:"decision,omitempty"`
 	// Input is the policy input a candidate was decided on, kept so a new
-	// policy can be replayed over what really happened.
+	// policy can be replayed over what really happened. It is a
+	// RecordedInput: pending writes are referenced by id, not embedded
+	// (events written before that embed them; ParseRecordedInput reads both).
 	Input json.RawMessage `json:"input,omitempty"`
 }
 

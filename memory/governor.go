@@ -125,9 +125,7 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 		}
 		if len(st.Pending) > 0 {
 			eff.Conflicts = append(eff.Conflicts, ConflictPendingPending)
-			for _, p := range st.Pending {
-				ev.Related = append(ev.Related, p.ID)
-			}
+			ev.Related = append(ev.Related, PendingIDs(st.Pending, MaxEventPending)...)
 		}
 		eff.notice(NoticeParked, rec, now)
 		return eff, OutcomeParked, nil

@@ -3,6 +3,8 @@ package memory
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -29,7 +31,25 @@ func (g *Governor) Get(ctx context.Context, id string) (*Record, error) {
 		}
 		return nil
 	})
+	if err == nil && !TenantOf(ctx).Covers(out.Scope) {
+		return nil, notFound(id)
+	}
 	return out, err
+}
+
+// GetActive is Get for readers of the active layer (rule 7): a record id
+// answers only while that version is active; a slot id answers its active
+// version. Pending, superseded, rejected and rolled-back versions are
+// ENOTFOUND here; history is asked for explicitly.
+func (g *Governor) GetActive(ctx context.Context, id string) (*Record, error) {
+	r, err := g.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if r.Status != StatusActive {
+		return nil, Errorf(ENOTFOUND, "memory %s is not active (ask for its history to see other versions)", id)
+	}
+	return r, nil
 }
 
 // ListFilter selects active records.
@@ -78,8 +98,11 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 			f.SubjectID = id
 		}
 	}
-	words := strings.Fields(strings.ToLower(f.Query))
 	out := []*Record{}
+	if !TenantOf(ctx).narrow(&f) {
+		return out, nil
+	}
+	words := strings.Fields(strings.ToLower(f.Query))
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		if c, ok := tx.(ActiveCache); ok {
 			part, ok, err := c.CachedActive(ctx, f.SubjectID, f.Scope)
@@ -157,14 +180,15 @@ func listPart(tx ReadTx, part ActivePart, f ListFilter, words []string) ([]*Reco
 // caller that ranks many records (the Mem0 search) tests and scores what
 // the index of active records holds and loads only the records it returns.
 type ActiveView struct {
-	ctx context.Context
-	tx  ReadTx
+	ctx    context.Context
+	tx     ReadTx
+	tenant Tenant // the caller's; the view shows only its records
 }
 
 // ViewActive runs fn with a view of the active layer in one snapshot. The
 // view is valid only during fn.
 func (g *Governor) ViewActive(ctx context.Context, fn func(ActiveView) error) error {
-	return g.store.View(ctx, func(tx ReadTx) error { return fn(ActiveView{ctx: ctx, tx: tx}) })
+	return g.store.View(ctx, func(tx ReadTx) error { return fn(ActiveView{ctx: ctx, tx: tx, tenant: TenantOf(ctx)}) })
 }
 
 // Scan calls fn with the entry of every active record passing f (its
@@ -183,6 +207,9 @@ func (v ActiveView) Scan(f ListFilter, fn func(ActiveEntry) (bool, error)) error
 func (v ActiveView) ScanEntries(f ListFilter, fn func(*ActiveEntry) (bool, error)) error {
 	if f.Layer != "" && !f.Layer.Valid() {
 		return Errorf(EINVALID, "unknown layer %q", f.Layer)
+	}
+	if !v.tenant.narrow(&f) {
+		return nil
 	}
 	words := strings.Fields(strings.ToLower(f.Query))
 	if c, ok := v.tx.(ActiveCache); ok {
@@ -241,7 +268,7 @@ func (v ActiveView) ScanEntries(f ListFilter, fn func(*ActiveEntry) (bool, error
 // no such part: Scan then. The entries come as ScanEntries passes them.
 func (v ActiveView) Part(f ListFilter) (ActivePart, bool, error) {
 	c, ok := v.tx.(ActiveCache)
-	if !ok || f.Layer != "" || strings.TrimSpace(f.Query) != "" {
+	if !ok || f.Layer != "" || strings.TrimSpace(f.Query) != "" || !v.tenant.narrow(&f) {
 		return ActivePart{}, false, nil
 	}
 	n := 0
@@ -256,12 +283,24 @@ func (v ActiveView) Part(f ListFilter) (ActivePart, bool, error) {
 	return c.CachedActive(v.ctx, f.SubjectID, f.Scope)
 }
 
-// Record loads a record by id.
-func (v ActiveView) Record(id string) (*Record, error) { return v.tx.Record(id) }
+// Record loads a record by id (ENOTFOUND outside the caller's tenant).
+func (v ActiveView) Record(id string) (*Record, error) {
+	r, err := v.tx.Record(id)
+	if err == nil && !v.tenant.Covers(r.Scope) {
+		return nil, notFound(id)
+	}
+	return r, err
+}
 
 // Active loads a record by id if it is active in the view's snapshot, and
-// returns nil if it is not (or not there).
-func (v ActiveView) Active(id string) (*Record, error) { return activeRecord(v.tx, id) }
+// returns nil if it is not (or not there, or not the caller's).
+func (v ActiveView) Active(id string) (*Record, error) {
+	r, err := activeRecord(v.tx, id)
+	if r != nil && !v.tenant.Covers(r.Scope) {
+		return nil, nil
+	}
+	return r, err
+}
 
 func activeRecord(tx ReadTx, id string) (*Record, error) {
 	r, err := tx.Record(id)
@@ -308,12 +347,21 @@ func activeEntry(r *Record) ActiveEntry {
 // rejected ones included. Errors: ENOTFOUND.
 func (g *Governor) History(ctx context.Context, slotID string) ([]*Record, error) {
 	var out []*Record
+	tenant := TenantOf(ctx)
 	err := g.store.View(ctx, func(tx ReadTx) error {
-		if _, err := tx.Slot(slotID); err != nil {
+		slot, err := tx.Slot(slotID)
+		if err != nil {
 			return err
 		}
-		var err error
-		out, err = tx.SlotRecords(slotID)
+		if !tenant.Covers(slot.Scope) {
+			return notFound(slotID)
+		}
+		all, err := tx.SlotRecords(slotID)
+		for _, r := range all {
+			if tenant.Covers(r.Scope) {
+				out = append(out, r)
+			}
+		}
 		return err
 	})
 	return out, err
@@ -467,7 +515,8 @@ func (g *Governor) Explain(ctx context.Context, id string) (*Explanation, error)
 	return ex, err
 }
 
-// Events returns audit events after an event id, oldest first.
+// Events returns audit events after an event id, oldest first: at most
+// limit of them (0: all, which is for tests; page with EventsPage).
 func (g *Governor) Events(ctx context.Context, after string, limit int) ([]*Event, error) {
 	out := []*Event{}
 	err := g.store.View(ctx, func(tx ReadTx) error {
@@ -477,4 +526,69 @@ func (g *Governor) Events(ctx context.Context, after string, limit int) ([]*Even
 		})
 	})
 	return out, err
+}
+
+// EventPageBytes is the default bound of a page of audit events, in bytes
+// of JSON.
+const EventPageBytes = 1 << 20
+
+// EventPage is a page of the audit log.
+type EventPage struct {
+	Events []*Event `json:"events"`
+	Count  int      `json:"count"`
+	// Next is the id to pass as after for the following page; empty when
+	// the log ended with this page (a client following the log then passes
+	// the id of the last event it has).
+	Next string `json:"next,omitempty"`
+}
+
+// pageOverhead is what a page's JSON holds besides its events: the field
+// names, the count and the next cursor, with room to spare.
+const pageOverhead = 128
+
+// EventsPage returns audit events after an event id, oldest first: at most
+// limit of them (limit <= 0: no bound in count), and no more than maxBytes
+// of JSON for the page (maxBytes <= 0: EventPageBytes), except that a page
+// always holds the first event after the cursor whatever its size. Next is
+// set when events remain, so a client pages through the log with no gaps
+// and no repeats. An event's size counts as json.Marshal encodes it, an
+// upper bound of what an encoder that does not escape HTML writes.
+func (g *Governor) EventsPage(ctx context.Context, after string, limit, maxBytes int) (*EventPage, error) {
+	if maxBytes <= 0 {
+		maxBytes = EventPageBytes
+	}
+	var page *EventPage
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		page = &EventPage{Events: []*Event{}}
+		size := pageOverhead
+		var scanErr error
+		err := tx.ScanEvents(after, func(e *Event) bool {
+			n := len(page.Events)
+			if limit > 0 && n >= limit {
+				page.Next = page.Events[n-1].ID // one more event: the page is full
+				return false
+			}
+			raw, err := json.Marshal(e)
+			if err != nil {
+				scanErr = fmt.Errorf("encode event %s: %w", e.ID, err)
+				return false
+			}
+			if n > 0 && size+len(raw)+1 > maxBytes {
+				page.Next = page.Events[n-1].ID
+				return false
+			}
+			size += len(raw) + 1 // and a comma
+			page.Events = append(page.Events, e)
+			return true
+		})
+		if err == nil {
+			err = scanErr
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.Count = len(page.Events)
+	return page, nil
 }

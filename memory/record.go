@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -227,6 +228,13 @@ type Review struct {
 	Mode    ReviewMode `json:"mode,omitempty"`
 	Note    string     `json:"note,omitempty"`
 	At      time.Time  `json:"at"`
+	// Version, when set, binds the decision to the parked version of the
+	// write the reviewer saw (Record.ParkVersion): if the write was
+	// re-parked since, the decision is refused with ESTALE (wrapping
+	// ErrVersionChanged) and nothing changes. Empty decides on whatever
+	// version is parked now: the CLI and the admin API show the current
+	// item, so they need none; Slack buttons always carry one.
+	Version string `json:"version,omitempty"`
 }
 
 // Review outcomes.
@@ -264,9 +272,13 @@ type Record struct {
 	RollbackPoint   string          `json:"rollbackPoint,omitempty"`
 	// ExpectedHead is the slot head a parked write meant to replace ("" for an
 	// empty slot); approval is a compare-and-swap against it.
-	ExpectedHead string    `json:"expectedHead,omitempty"`
-	Decision     *Decision `json:"decision,omitempty"`
-	Review       *Review   `json:"review,omitempty"`
+	ExpectedHead string `json:"expectedHead,omitempty"`
+	// Reparked counts the times an approval found the slot changed and the
+	// write was parked again, re-evaluated against the new head (Restale).
+	// It only grows; see ParkVersion.
+	Reparked int       `json:"reparked,omitempty"`
+	Decision *Decision `json:"decision,omitempty"`
+	Review   *Review   `json:"review,omitempty"`
 	// RollbackReason says why a rolled-back record was undone.
 	RollbackReason string    `json:"rollbackReason,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
@@ -274,6 +286,17 @@ type Record struct {
 	SupersededAt   time.Time `json:"supersededAt,omitzero"`
 	DecidedAt      time.Time `json:"decidedAt,omitzero"`
 	RolledBackAt   time.Time `json:"rolledBackAt,omitzero"`
+}
+
+// ParkVersion names the version of a parked write a reviewer decides on
+// (Review.Version). It changes every time the write is re-parked, and never
+// returns to an earlier value: Reparked only grows, so even when the slot's
+// head goes back to one the write was parked against before (parked against
+// A, re-parked against B, B rolled back, re-parked against A) the version
+// differs. The expected head is part of it so a version also names what the
+// approval would replace.
+func (r *Record) ParkVersion() string {
+	return strconv.Itoa(r.Reparked+1) + ":" + r.ExpectedHead
 }
 
 // Clone returns a deep enough copy for the governor to modify.

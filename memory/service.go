@@ -172,6 +172,13 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 	if err := c.Normalize(); err != nil {
 		return nil, err
 	}
+	tenant := TenantOf(ctx)
+	if tenant.Bound() {
+		var err error
+		if c.Scope, err = tenant.Confine(c.Scope); err != nil {
+			return nil, err
+		}
+	}
 	now := g.now()
 	rec := &Record{ID: g.newID(), SlotID: c.SlotID, Op: c.Op, Layer: c.Layer, SubjectID: c.SubjectID,
 		FactType: c.FactType, Summary: c.Summary, Value: c.Value, CandidateSource: c.CandidateSource,
@@ -195,6 +202,11 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 		if c.SlotID != "" && st.Slot == nil {
 			return Errorf(ENOTFOUND, "memory %s not found", c.SlotID)
 		}
+		if a := st.Active(); a != nil && !tenant.Covers(a.Scope) {
+			// Reached by name in a shared slot, or by id: the active
+			// version is another tenant's, which this caller cannot see.
+			return notFound(rec.SlotID)
+		}
 		rec.Layer = HighestLayer(append(st.Layers(), rec.Layer)...)
 		in := &PolicyInput{Op: rec.Op, Candidate: rec, Current: st.Active(), Pending: st.Pending,
 			Actor: rec.Actor, Dialect: rec.Actor.Dialect, Secrets: findings, Judge: verdict}
@@ -211,7 +223,7 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 			in.Candidate = eff.Records[0]
 			in.Actor = eff.Records[0].Actor
 		}
-		if raw, err := json.Marshal(in); err == nil {
+		if raw, err := RecordInput(in); err == nil { // pending writes by id: the log stays linear
 			for _, ev := range eff.Events {
 				if ev.RecordID == rec.ID || ev.Type == EventUnchanged {
 					ev.Input = raw
@@ -268,6 +280,9 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 		})
 		if err != nil {
 			return err
+		}
+		if !TenantOf(ctx).Covers(slot.Scope) {
+			return notFound(rec.SlotID)
 		}
 		rec.SubjectID, rec.FactType = slot.SubjectID, slot.FactType
 		if rec.Scope == (Scope{}) {
@@ -331,7 +346,7 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 		return err
 	}
 	if rec.FactType != "" {
-		rec.SlotID = KeyedSlotID(rec.SubjectID, rec.FactType)
+		rec.SlotID = TenantSlotID(TenantOf(ctx), rec.SubjectID, rec.FactType)
 	} else {
 		if rec.Op == OpDelete {
 			return Errorf(EINVALID, "a delete names a memory id, or a subjectId and factType")
@@ -481,14 +496,44 @@ func (g *Governor) slotOf(ctx context.Context, id string) (string, error) {
 
 // Approve applies a parked write (see the package function Approve). A
 // stale approval re-evaluates the write against the slot's new head, keeps
-// it pending and returns ESTALE. Errors: ENOTFOUND, EDECIDED, ESTALE, EINVALID.
+// it pending (a new ParkVersion) and returns ESTALE. With rv.Version set,
+// an approval of a version that is no longer the parked one is refused with
+// ESTALE wrapping ErrVersionChanged, and nothing changes.
+// Errors: ENOTFOUND, EDECIDED, ESTALE, EINVALID.
 func (g *Governor) Approve(ctx context.Context, id string, rv Review) (*Record, error) {
 	return g.decide(ctx, id, rv, true)
 }
 
-// Reject denies a parked write. Errors: ENOTFOUND, EDECIDED.
+// Reject denies a parked write. With rv.Version set, a rejection of a
+// version that is no longer the parked one is refused like an approval.
+// Errors: ENOTFOUND, EDECIDED, ESTALE.
 func (g *Governor) Reject(ctx context.Context, id string, rv Review) (*Record, error) {
 	return g.decide(ctx, id, rv, false)
+}
+
+// ErrVersionChanged is wrapped by the ESTALE error of a decision bound to a
+// parked version (Review.Version) that is no longer the current one: the
+// write was re-parked since the reviewer saw it (a replayed or outdated
+// Slack button). Unlike a stale approval it changes nothing, not even the
+// parked write; errors.Is tells the two apart.
+var ErrVersionChanged = errors.New("the parked write changed since this decision was prepared")
+
+// versionError is an ESTALE *Error that also matches ErrVersionChanged.
+type versionError struct{ err *Error }
+
+func (e *versionError) Error() string   { return e.err.Error() }
+func (e *versionError) Unwrap() []error { return []error{e.err, ErrVersionChanged} }
+
+// checkVersion refuses a decision bound to a parked version that is no
+// longer current. It runs in the decision's transaction, under the slot's
+// lock, before anything changes. A decided record is left to Approve and
+// Reject, which answer EDECIDED: that is the truer answer to a late click.
+func checkVersion(rec *Record, rv Review) error {
+	if rv.Version == "" || rec.Status != StatusPending || rv.Version == rec.ParkVersion() {
+		return nil
+	}
+	return &versionError{Errorf(ESTALE, "memory %s changed since this decision was prepared (version %q, now %q): "+
+		"it was re-parked and re-evaluated; nothing changed. Decide again from its current review message", rec.ID, rv.Version, rec.ParkVersion())}
 }
 
 func (g *Governor) decide(ctx context.Context, id string, rv Review, approve bool) (*Record, error) {
@@ -504,6 +549,11 @@ func (g *Governor) decide(ctx context.Context, id string, rv Review, approve boo
 		staleErr, out = nil, nil
 		rec, err := tx.Record(id)
 		if err != nil {
+			return err
+		}
+		if err := checkVersion(rec, rv); err != nil {
+			g.log.Warn("decision on an outdated version refused", "record", id, "by", rv.By, "route", rv.Route,
+				"version", rv.Version, "current", rec.ParkVersion())
 			return err
 		}
 		st, err := loadSlot(tx, rec.SlotID)
@@ -522,6 +572,11 @@ func (g *Governor) decide(ctx context.Context, id string, rv Review, approve boo
 			in := &PolicyInput{Op: rec.Op, Candidate: rec, Current: st.Active(), Pending: others(st.Pending, rec.ID),
 				Actor: rec.Actor, Dialect: rec.Actor.Dialect}
 			eff = Restale(st, rec, g.classify(ctx, in), rv.By, now)
+			for _, r := range eff.Records {
+				if r.ID == id {
+					r.Reparked = rec.Reparked + 1 // a new ParkVersion: decisions on the old one are refused
+				}
+			}
 		} else if err != nil {
 			return err
 		}

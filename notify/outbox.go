@@ -24,6 +24,10 @@ type OutboxOptions struct {
 	Poll time.Duration
 	// Timeout bounds one delivery (default 30s).
 	Timeout time.Duration
+	// Writable, if set, is asked before each pass: while it fails (the
+	// disk is full) nothing is delivered, since a delivered notice that
+	// cannot be removed would be posted again and again.
+	Writable func() error
 }
 
 // scanLimit bounds how many notices one pass reads; the oldest come first,
@@ -52,14 +56,15 @@ const batchesPerPass = 50
 // Delivery is at least once: a crash after a message was posted but before
 // its notice was deleted posts it again after the restart.
 type Outbox struct {
-	store   memory.Store
-	log     *slog.Logger
-	metrics *Metrics
-	now     func() time.Time
-	backoff Backoff
-	poll    time.Duration
-	timeout time.Duration
-	wake    chan struct{}
+	store    memory.Store
+	log      *slog.Logger
+	metrics  *Metrics
+	now      func() time.Time
+	backoff  Backoff
+	poll     time.Duration
+	timeout  time.Duration
+	wake     chan struct{}
+	writable func() error
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -71,7 +76,8 @@ var _ Waker = (*Outbox)(nil)
 // NewOutbox returns an Outbox with defaults filled in; Start runs it.
 func NewOutbox(o OutboxOptions) *Outbox {
 	ob := &Outbox{store: o.Store, log: o.Logger, metrics: o.Metrics, now: o.Now,
-		backoff: o.Backoff.withDefaults(), poll: o.Poll, timeout: o.Timeout, wake: make(chan struct{}, 1)}
+		backoff: o.Backoff.withDefaults(), poll: o.Poll, timeout: o.Timeout, wake: make(chan struct{}, 1),
+		writable: o.Writable}
 	if ob.log == nil {
 		ob.log = slog.New(slog.DiscardHandler)
 	}
@@ -171,6 +177,12 @@ func (o *Outbox) run(ctx context.Context, n Notifier) {
 // pauses the worker. It returns when the next notice falls due (zero: none
 // waiting) and, after a retryable failure, until when to pause.
 func (o *Outbox) pass(ctx context.Context, n Notifier) (next, pausedUntil time.Time) {
+	if o.writable != nil {
+		if err := o.writable(); err != nil {
+			o.log.Warn("outbox paused: the store takes no writes, so delivered notices could not be removed", "err", err)
+			return time.Time{}, o.now().Add(min(o.backoff.Max, 10*time.Second))
+		}
+	}
 	for ctx.Err() == nil {
 		outbox, err := o.load(ctx)
 		if err != nil {

@@ -3,6 +3,7 @@ package notify_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,5 +180,37 @@ func TestOutboxCoalescesRollbacksOfOneTransaction(t *testing.T) {
 	defer rec.mu.Unlock()
 	if len(rec.batches) != 1 {
 		t.Fatalf("%d batches, want one for one cascade", len(rec.batches))
+	}
+}
+
+// While the store takes no writes (a full disk), nothing is delivered: a
+// notice posted but not removed would be posted again on every pass. When
+// writes work again, each notice is delivered once.
+func TestOutboxPausesWhileTheStoreTakesNoWrites(t *testing.T) {
+	var full atomic.Bool
+	full.Store(true)
+	opts := quickOpts
+	opts.Writable = func() error {
+		if full.Load() {
+			return memory.Errorf(memory.EINSUFFICIENTSTORAGE, "the disk is full")
+		}
+		return nil
+	}
+	e := newEnv(t, opts)
+	rec := &recorder{}
+	r := e.park("alpha")
+	if err := e.outbox.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // several passes' worth of the quick backoff
+	if n := rec.callCount(); n != 0 {
+		t.Fatalf("%d deliveries while the store took no writes, want 0", n)
+	}
+	full.Store(false)
+	e.outbox.Wake()
+	eventually(t, "delivery once writes work", func() bool { return len(rec.delivered()) == 1 })
+	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	if got := joined(rec.delivered()); got != "parked:"+r.ID {
+		t.Fatalf("delivered %q, want exactly one parked:%s", got, r.ID)
 	}
 }

@@ -27,6 +27,9 @@ type Admin struct {
 	Replay func(ctx context.Context, files map[string]string) (any, error)
 	// Snapshot writes a full backup of the store (nil: 503).
 	Snapshot func(ctx context.Context, w io.Writer) error
+	// EventPageBytes bounds a page of GET /admin/v1/events in bytes of
+	// JSON (0: memory.EventPageBytes, 1 MiB).
+	EventPageBytes int
 }
 
 // Register adds the admin routes to mux.
@@ -226,8 +229,10 @@ func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	evs, err := a.Gov.Events(r.Context(), r.URL.Query().Get("after"), limit)
-	a.answer(w, r, map[string]any{"events": evs, "count": len(evs)}, err)
+	// A page holds at most limit events and EventPageBytes of JSON (at
+	// least one event); next, when set, is the after of the following page.
+	page, err := a.Gov.EventsPage(r.Context(), r.URL.Query().Get("after"), limit, a.EventPageBytes)
+	a.answer(w, r, page, err)
 }
 
 // ReplayRequest carries a policy directory's files (path → content).

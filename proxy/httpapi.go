@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,16 +19,18 @@ const MaxBodyBytes = 1 << 20
 
 // statusOf is the one table from domain error codes to HTTP statuses.
 var statusOf = map[string]int{
-	memory.EINVALID:      http.StatusBadRequest,
-	memory.ENOTFOUND:     http.StatusNotFound,
-	memory.ESTALE:        http.StatusConflict,
-	memory.EDECIDED:      http.StatusConflict,
-	memory.ECONFLICT:     http.StatusConflict,
-	memory.EREJECTED:     http.StatusUnprocessableEntity,
-	memory.EUNAUTHORIZED: http.StatusUnauthorized,
-	memory.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	memory.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	memory.EINTERNAL:     http.StatusInternalServerError,
+	memory.EINVALID:             http.StatusBadRequest,
+	memory.ENOTFOUND:            http.StatusNotFound,
+	memory.ESTALE:               http.StatusConflict,
+	memory.EDECIDED:             http.StatusConflict,
+	memory.ECONFLICT:            http.StatusConflict,
+	memory.EREJECTED:            http.StatusUnprocessableEntity,
+	memory.EUNAUTHORIZED:        http.StatusUnauthorized,
+	memory.EFORBIDDEN:           http.StatusForbidden,
+	memory.ETOOLARGE:            http.StatusRequestEntityTooLarge,
+	memory.EUNAVAILABLE:         http.StatusServiceUnavailable,
+	memory.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
+	memory.EINTERNAL:            http.StatusInternalServerError,
 }
 
 // ErrorBody is the JSON error shape of the native and admin APIs.
@@ -66,8 +67,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v) // the client went away; nothing to do
 }
 
-// DecodeJSON reads one JSON object from a bounded body into v, refusing
-// unknown fields and trailing data. Errors are EINVALID or ETOOLARGE.
+// DecodeJSON reads one JSON object from a bounded body into v by the
+// strict rules (see UnmarshalStrict), refusing unknown fields and trailing
+// data. Errors are EINVALID or ETOOLARGE.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 	body, err := ReadBody(w, r)
 	if err != nil {
@@ -88,30 +90,15 @@ func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return body, nil
 }
 
-// DecodeStrict decodes one JSON value into v, refusing unknown fields.
+// DecodeStrict decodes one JSON value into v by the strict rules: valid
+// UTF-8, no duplicate member names, nesting bounded by MaxJSONDepth, member
+// names matching v's fields exactly, nothing unknown, nothing after it.
 func DecodeStrict(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return memory.Errorf(memory.EINVALID, "request body is empty; a JSON object is required")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return memory.Errorf(memory.EINVALID, "malformed JSON: %s", jsonProblem(err))
-	}
-	if dec.More() {
-		return memory.Errorf(memory.EINVALID, "malformed JSON: unexpected data after the object")
+	if err := UnmarshalStrict(body, v); err != nil {
+		return memory.Errorf(memory.EINVALID, "malformed JSON: %v", err)
 	}
 	return nil
-}
-
-func jsonProblem(err error) string {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Sprintf("syntax error at byte %d: %v", syn.Offset, syn)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %q must be %s, not %s", typ.Field, typ.Type, typ.Value)
-	}
-	return err.Error()
 }

@@ -17,15 +17,26 @@ import (
 type Native struct {
 	Gov *memory.Governor
 	Log *slog.Logger
+	// Keys, when it holds any, are required on every route, and confine
+	// each caller to its key's tenant.
+	Keys *AgentKeys
 }
 
 // Register adds the native routes to mux.
 func (n *Native) Register(mux *http.ServeMux) {
-	mux.HandleFunc("POST /api/v1/memories", n.create)
-	mux.HandleFunc("GET /api/v1/memories", n.list)
-	mux.HandleFunc("GET /api/v1/memories/{id}", n.get)
-	mux.HandleFunc("DELETE /api/v1/memories/{id}", n.delete)
-	mux.HandleFunc("GET /api/v1/subjects/{subjectId}/facts/{factType}/history", n.history)
+	fail := func(w http.ResponseWriter, r *http.Request, err error) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="memgate"`)
+		WriteError(w, r, n.Log, err)
+	}
+	for pattern, fn := range map[string]http.HandlerFunc{
+		"POST /api/v1/memories":                                     n.create,
+		"GET /api/v1/memories":                                      n.list,
+		"GET /api/v1/memories/{id}":                                 n.get,
+		"DELETE /api/v1/memories/{id}":                              n.delete,
+		"GET /api/v1/subjects/{subjectId}/facts/{factType}/history": n.history,
+	} {
+		mux.Handle(pattern, n.Keys.Require(fn, fail))
+	}
 }
 
 // statusOfOutcome maps a submit outcome to the native HTTP status.
@@ -106,7 +117,9 @@ func (n *Native) list(w http.ResponseWriter, r *http.Request) {
 }
 
 func (n *Native) get(w http.ResponseWriter, r *http.Request) {
-	rec, err := n.Gov.Get(r.Context(), r.PathValue("id"))
+	// Reads see the active layer (rule 7): a pending or replaced version
+	// by id is not found here; its history route shows every version.
+	rec, err := n.Gov.GetActive(r.Context(), r.PathValue("id"))
 	if err != nil {
 		WriteError(w, r, n.Log, err)
 		return
@@ -122,7 +135,7 @@ func (n *Native) history(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, n.Log, memory.Errorf(memory.EINVALID, "%v", err))
 		return
 	}
-	slot := memory.KeyedSlotID(subject, factType)
+	slot := n.Gov.SlotID(r.Context(), subject, factType)
 	recs, err := n.Gov.History(r.Context(), slot)
 	if err != nil {
 		WriteError(w, r, n.Log, err)

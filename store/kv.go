@@ -70,10 +70,16 @@ func (s *Store) setDurable(ctx context.Context, k, v []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	n := entryBytes(k, len(v)) + txnOverhead
+	if err := s.guard.admit(n); err != nil {
+		return err // nothing reached Badger
+	}
 	if s.logs != nil && len(v) >= valueThreshold {
 		s.logs.markVlog()
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) }); err != nil {
+	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+	s.guard.done(n)
+	if err != nil {
 		return err
 	}
 	return s.durable()

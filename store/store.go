@@ -40,6 +40,15 @@ type Options struct {
 	// ActiveCacheBytes bounds the in-memory cache of the index of active
 	// records searches read (activecache.go): 0 means 16 MB, negative off.
 	ActiveCacheBytes int64
+	// DiskReserve is the free space, in bytes, below which the store refuses
+	// writes (memory.EINSUFFICIENTSTORAGE) so that Badger never finds the
+	// disk full (diskguard.go): 0 derives it from the memtable and
+	// compaction options (137 MiB with the defaults), negative turns the
+	// guard off. A disk below it at Open opens the store read-only.
+	DiskReserve int64
+	// FreeSpace reports the bytes free on the filesystem holding dir (nil:
+	// statfs). Tests inject a fake to simulate a full disk.
+	FreeSpace func(dir string) (uint64, error)
 }
 
 // Store is a Badger-backed memory.Store.
@@ -51,6 +60,8 @@ type Store struct {
 	logs  *logSyncer
 	group *groupCommit
 	cache *activeCache // nil when off
+	// guard refuses writes while the disk is nearly full (nil: off).
+	guard *diskGuard
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -85,18 +96,37 @@ func Open(o Options) (*Store, error) {
 		WithValueThreshold(valueThreshold).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(false)
+	// Before Badger touches anything: on a disk below the reserve, only a
+	// read-only open is safe (diskguard.go).
+	var guard *diskGuard
+	if !o.InMemory && o.DiskReserve >= 0 {
+		reserve := uint64(o.DiskReserve)
+		if reserve == 0 {
+			reserve = defaultReserve(opts)
+		}
+		guard = newDiskGuard(o.Dir, reserve, o.FreeSpace, o.Logger)
+		if guard.full.Load() {
+			guard.readOnly = guard.startedReadOnly()
+			opts = opts.WithReadOnly(true)
+			o.Logger.Error("store: the disk is full: opening the database read-only; writes are refused until space is freed and memgate restarts",
+				"dir", o.Dir, "free", guard.freeAtOpen, "reserve", reserve)
+		}
+	}
 	db, err := badger.Open(opts)
 	if err != nil {
+		if guard != nil && guard.readOnly != nil {
+			return nil, guard.openReadOnlyError(o.Dir, err)
+		}
 		return nil, fmt.Errorf("store: open %s: %w", o.Dir, err)
 	}
-	s := &Store{db: db, log: o.Logger}
+	s := &Store{db: db, log: o.Logger, guard: guard}
 	if o.ActiveCacheBytes == 0 {
 		o.ActiveCacheBytes = activeCacheBytes
 	}
 	if o.ActiveCacheBytes > 0 {
 		s.cache = newActiveCache(db, o.ActiveCacheBytes)
 	}
-	if group {
+	if group && !opts.ReadOnly {
 		if s.logs, err = newLogSyncer(o.Dir); err != nil {
 			db.Close()
 			return nil, err
@@ -157,6 +187,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// Writable reports why writes are refused, or nil when they are admitted:
+// the disk is nearly full (they resume by themselves once space returns),
+// or the store was opened read-only on a full disk (they need space and a
+// restart). It reads the free space afresh; /readyz can call it. Reads
+// work either way.
+func (s *Store) Writable() error { return s.guard.writable() }
+
 // DB exposes the Badger handle for reads and backups (snapshot, the Mem0
 // event log). Write through Update, Put or PutKey instead: in group commit
 // mode a write made directly through DB() is durable only after Sync.
@@ -202,7 +239,11 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 		t := &tx{txn: txn, db: s.db, logs: s.logs, cache: s.cache}
 		err := fn(t)
 		if err == nil {
-			err = s.commit(t)
+			// Admitted by the disk guard, or refused before Badger writes.
+			if err = s.guard.admit(t.bytes); err == nil {
+				err = s.commit(t)
+				s.guard.done(t.bytes)
+			}
 		}
 		txn.Discard()
 		switch {
@@ -213,6 +254,8 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 			continue
 		case errors.Is(err, badger.ErrTxnTooBig):
 			return fmt.Errorf("store: %w: %w", memory.ErrTxnTooBig, err)
+		case errors.Is(err, badger.ErrReadOnlyTxn) && s.guard != nil && s.guard.readOnly != nil:
+			return s.guard.readOnly // opened read-only: Badger refused the first set
 		}
 		var de *memory.Error
 		if errors.As(err, &de) {

@@ -54,6 +54,9 @@ type tx struct {
 	// moved the view to, discarded when the view ends.
 	readOnly bool
 	moved    *badger.Txn
+	// bytes estimates what committing adds to Badger's logs, for the disk
+	// guard (diskguard.go).
+	bytes int64
 }
 
 var _ memory.Tx = (*tx)(nil)
@@ -88,13 +91,24 @@ func (t *tx) set(k, v []byte) error {
 	if err := t.txn.Set(k, v); err != nil {
 		return fmt.Errorf("set %q: %w", k, err)
 	}
+	t.wrote(entryBytes(k, len(v)))
 	return nil
+}
+
+// wrote counts n bytes of logs for the disk guard, and the transaction's
+// ending entry with the first.
+func (t *tx) wrote(n int64) {
+	if t.bytes == 0 {
+		n += txnOverhead
+	}
+	t.bytes += n
 }
 
 func (t *tx) del(k []byte) error {
 	if err := t.txn.Delete(k); err != nil {
 		return fmt.Errorf("delete %q: %w", k, err)
 	}
+	t.wrote(entryBytes(k, 0))
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
@@ -23,6 +24,7 @@ func mcpCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 	fs.StringVar(&o.AgentID, "agent-id", "", "agent id recorded on the bridged writes")
 	fs.StringVar(&o.RunID, "run-id", "", "run id recorded on the bridged writes (default: the MCP session)")
 	fs.StringVar(&o.UserID, "user-id", "", "user id recorded on the bridged writes (and the Mem0 tools' default user)")
+	o.Key = os.Getenv("MEMGATE_AGENT_KEY") // a secret: from the environment only, never a flag
 	logLevel := fs.String("log-level", "warn", "log level on stderr: debug, info, warn, error")
 	return &ffcli.Command{
 		Name: "mcp", ShortUsage: "sidecar mcp [flags]",

@@ -59,20 +59,36 @@ func openPolicy(ctx context.Context, cfg serveConfig, log *slog.Logger, met *met
 }
 
 // replayPolicy compiles a policy sent to the admin API and evaluates it over
-// every recorded write of the audit log.
+// every recorded write of the audit log. It reads the log a page at a time
+// and loads the pending writes the recorded inputs reference by id.
 func replayPolicy(gov *memory.Governor) func(ctx context.Context, files map[string]string) (any, error) {
 	return func(ctx context.Context, files map[string]string) (any, error) {
 		compiled, err := policy.Compile(ctx, policy.FileSet(files))
 		if err != nil {
 			return nil, memory.Errorf(memory.EINVALID, "the policy does not load: %v", err)
 		}
-		events, err := gov.Events(ctx, "", 0)
-		if err != nil {
-			return nil, err
+		rp := policy.NewReplayer(compiled, policy.WithRecords(gov.Get))
+		for after := ""; ; {
+			page, err := gov.EventsPage(ctx, after, replayPageEvents, 0)
+			if err != nil {
+				return nil, err
+			}
+			for _, ev := range page.Events {
+				if err := rp.Add(ctx, ev); err != nil {
+					return nil, err
+				}
+			}
+			if page.Next == "" {
+				return rp.Report(), nil
+			}
+			after = page.Next
 		}
-		return policy.Replay(ctx, compiled, events)
 	}
 }
+
+// replayPageEvents is how many audit events a replay reads at a time (a
+// page is also bounded in bytes); a variable for tests.
+var replayPageEvents = 1000
 
 func policyCommand(cl *cliEnv) *ffcli.Command {
 	var dir string
@@ -107,6 +123,9 @@ func printReplay(w io.Writer, raw json.RawMessage) error {
 	}
 	fmt.Fprintf(w, "Policy %s over %d recorded writes: %d same, %d changed, %d errors\n",
 		clip(rep.Revision, 12), rep.Evaluated, rep.Same, rep.Changed, rep.Errors)
+	if rep.PendingMissing > 0 {
+		fmt.Fprintf(w, "  %d references to pending writes could not be resolved; those writes were replayed without them\n", rep.PendingMissing)
+	}
 	pairs := make([]string, 0, len(rep.Transitions))
 	for k := range rep.Transitions {
 		pairs = append(pairs, k)

@@ -72,6 +72,9 @@ func (p *proc) do(method, url string, body any, out any) int {
 		rd = bytes.NewReader(b)
 	}
 	req, _ := http.NewRequestWithContext(context.Background(), method, url, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if strings.HasPrefix(url, p.Admin) {
 		req.Header.Set("Authorization", "Bearer "+p.Token)
 	}
@@ -151,7 +154,7 @@ func TestRestartAfterSIGKILLKeepsEverythingAcknowledged(t *testing.T) {
 
 	for _, a := range acked {
 		var r wireRecord
-		if code := p.do("GET", p.Agent+"/api/v1/memories/"+a.id, nil, &r); code != 200 || r.Status != a.status {
+		if code := p.do("GET", p.Admin+"/admin/v1/memories/"+a.id, nil, &r); code != 200 || r.Status != a.status {
 			t.Fatalf("after SIGKILL and restart %s is %d %q, want %q", a.id, code, r.Status, a.status)
 		}
 	}
@@ -163,7 +166,7 @@ func TestRestartAfterSIGKILLKeepsEverythingAcknowledged(t *testing.T) {
 		t.Fatalf("review queue after restart: %+v, want only %s", q.Reviews, parked[2].ID)
 	}
 	var r wireRecord
-	p.do("GET", p.Agent+"/api/v1/memories/"+parked[0].ID, nil, &r)
+	p.do("GET", p.Admin+"/admin/v1/memories/"+parked[0].ID, nil, &r)
 	if r.Review == nil || r.Review.Outcome != "approved" {
 		t.Fatalf("approval decision lost: %+v", r.Review)
 	}
@@ -282,6 +285,7 @@ func TestAgentListenerCannotGovern(t *testing.T) {
 	}
 	// The admin listener needs the token.
 	req, _ := http.NewRequest("POST", p.Admin+"/admin/v1/reviews/"+r.ID+"/approve", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer wrong")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -291,8 +295,8 @@ func TestAgentListenerCannotGovern(t *testing.T) {
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("approve with a wrong token: %d, want 401", resp.StatusCode)
 	}
-	var after wireRecord
-	p.do("GET", p.Agent+"/api/v1/memories/"+r.ID, nil, &after)
+	var after wireRecord // the agent listener shows active records only (rule 7): ask the admin one
+	p.do("GET", p.Admin+"/admin/v1/memories/"+r.ID, nil, &after)
 	if after.Status != "pending_review" {
 		t.Fatalf("the write was decided through a refused call: %q", after.Status)
 	}

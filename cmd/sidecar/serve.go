@@ -57,6 +57,13 @@ type serveConfig struct {
 	judgeURL           string
 	judgeModel         string
 	judgeTimeout       time.Duration
+	agentKeysFile      string
+	allowNoKeys        bool
+	allowedHosts       string
+	allowedOrigins     string
+	mcpMaxSessions     int
+	mcpMaxStreams      int
+	mcpSessionTimeout  time.Duration
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -78,7 +85,54 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.judgeURL, "judge-url", "", "OpenAI-compatible chat-completions endpoint whose model also classifies each write's text, as input.judge (key in MEMGATE_JUDGE_API_KEY); empty: no judge")
 	fs.StringVar(&c.judgeModel, "judge-model", "gpt-4o-mini", "model name sent to --judge-url")
 	fs.DurationVar(&c.judgeTimeout, "judge-timeout", 2*time.Second, "bound on one judge request; past it the rules' verdict stands alone")
+	fs.StringVar(&c.agentKeysFile, "agent-keys-file", "", "JSON file of agent keys and the tenants they bind (see SECURITY.md); added to the keys in MEMGATE_AGENT_KEYS (alias MEMGATE_MEM0_API_KEYS)")
+	fs.BoolVar(&c.allowNoKeys, "allow-unauthenticated", false, "serve the agent listener on a non-loopback address without agent keys (any caller that reaches it reads and writes every memory)")
+	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "comma-separated Host names (name or name:port; * for any) also accepted: on a loopback listener besides localhost/127.0.0.1/[::1] (e.g. the name a reverse proxy or tunnel forwards under); on a routable listener the only names accepted besides its address")
+	fs.StringVar(&c.allowedOrigins, "allowed-origins", "", "comma-separated browser origins (https://app.example.com) allowed to call memgate, with CORS; by default requests from browser pages are refused")
+	fs.IntVar(&c.mcpMaxSessions, "mcp-max-sessions", memgatemcp.DefaultMaxSessions, "most open MCP sessions (about 15 KB each); past it a new session is refused with 503")
+	fs.IntVar(&c.mcpMaxStreams, "mcp-max-streams", memgatemcp.DefaultMaxStreams, "most MCP responses open at once, event streams (at most half) and calls in flight; past it 429")
+	fs.DurationVar(&c.mcpSessionTimeout, "mcp-session-timeout", memgatemcp.DefaultSessionTimeout, "close an MCP session no request has used this long")
 	c.slack.RegisterFlags(fs)
+}
+
+// agentKeys reads the agent listener's keys: MEMGATE_AGENT_KEYS, its older
+// name MEMGATE_MEM0_API_KEYS, and --agent-keys-file. Without keys the
+// listener must bind loopback, unless --allow-unauthenticated says
+// otherwise explicitly.
+func agentKeys(cfg serveConfig, getenv func(string) string, log *slog.Logger) (*proxy.AgentKeys, error) {
+	var keys []proxy.AgentKey
+	for _, name := range []string{"MEMGATE_AGENT_KEYS", "MEMGATE_MEM0_API_KEYS"} {
+		more, err := proxy.ParseAgentKeys(getenv(name))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		keys = append(keys, more...)
+	}
+	if cfg.agentKeysFile != "" {
+		more, err := proxy.LoadAgentKeysFile(cfg.agentKeysFile)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, more...)
+	}
+	bound := 0
+	for _, k := range keys {
+		if k.Tenant.Bound() {
+			bound++
+		}
+	}
+	switch {
+	case len(keys) > 0:
+		log.Info("agent keys required on every agent route", "keys", len(keys), "tenantBound", bound)
+	case !loopback(cfg.listen) && !cfg.allowNoKeys:
+		return nil, fmt.Errorf("the agent listener %s is not on loopback and no agent keys are set: set MEMGATE_AGENT_KEYS "+
+			"(or --agent-keys-file), bind --listen to 127.0.0.1, or pass --allow-unauthenticated", cfg.listen)
+	case !loopback(cfg.listen):
+		log.Warn("--allow-unauthenticated: no agent keys, and the agent listener is not on loopback: any caller that reaches it reads and writes every memory", "listen", cfg.listen)
+	default:
+		log.Warn("no agent keys set: any local process can read and write every memory through the agent listener (set MEMGATE_AGENT_KEYS to require keys)", "listen", cfg.listen)
+	}
+	return proxy.NewAgentKeys(keys), nil
 }
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
@@ -99,6 +153,10 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	start := time.Now()
 	log, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if err != nil {
+		return err
+	}
+	keys, err := agentKeys(cfg, os.Getenv, log)
 	if err != nil {
 		return err
 	}
@@ -147,7 +205,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		if err := cfg.slack.Validate(); err != nil {
 			return err
 		}
-		outbox = notify.NewOutbox(notify.OutboxOptions{Store: st, Logger: log, Metrics: notify.NewMetrics(reg)})
+		outbox = notify.NewOutbox(notify.OutboxOptions{Store: st, Logger: log, Metrics: notify.NewMetrics(reg), Writable: st.Writable})
 		waker = outbox
 	}
 	var judge memory.Judge // a model's second opinion, when --judge-url is set
@@ -174,7 +232,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 
 	var ready atomic.Bool
 	agentMux := http.NewServeMux()
-	(&proxy.Native{Gov: gov, Log: log}).Register(agentMux)
+	(&proxy.Native{Gov: gov, Log: log, Keys: keys}).Register(agentMux)
 	var extractor mem0.Extractor
 	if cfg.extractorURL != "" {
 		ex, err := mem0.NewChatExtractor(mem0.ChatExtractorOptions{URL: cfg.extractorURL, Model: cfg.extractorModel,
@@ -184,13 +242,11 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		}
 		extractor = ex
 	}
-	mem0Keys := mem0.ParseAPIKeys(os.Getenv("MEMGATE_MEM0_API_KEYS"))
-	if len(mem0Keys) == 0 && !loopback(cfg.listen) {
-		log.Warn("no MEMGATE_MEM0_API_KEYS set and the agent listener is not on loopback: Mem0 routes accept any caller", "listen", cfg.listen)
-	}
 	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Logger: log,
-		APIKeys: mem0Keys, Extractor: extractor}).Register(agentMux)
-	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log})
+		Keys: keys, Extractor: extractor}).Register(agentMux)
+	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, MaxSessions: cfg.mcpMaxSessions,
+		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,
+		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	adminMux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov),
@@ -198,6 +254,10 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		Ready: func(context.Context) error {
 			if !ready.Load() {
 				return errors.New("starting")
+			}
+			if err := st.Writable(); err != nil {
+				// Disk full: writes answer 507 and reads still work; say why.
+				return errors.New(memory.ErrorMessage(err))
 			}
 			return nil
 		}}).Register(adminMux)
@@ -240,7 +300,16 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		agentLn.Close()
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	servers := []*http.Server{newServer(proxy.JSONRoutes(agentMux), log), newServer(proxy.JSONRoutes(adminMux), log)}
+	// Only JSON, only from agents: browser pages, rebound Host names and
+	// non-JSON writes are refused on both listeners.
+	browsers := proxy.BrowserPolicy{AllowedHosts: commaList(cfg.allowedHosts), AllowedOrigins: commaList(cfg.allowedOrigins)}
+	agentPolicy, adminPolicy := browsers, browsers
+	agentPolicy.RPCPaths = []string{"/mcp"}                   // JSON-RPC refusals, strict pre-scan of MCP bodies
+	adminPolicy.SignedPaths = []string{"/slack/interactions"} // form-encoded, signed by Slack
+	servers := []*http.Server{
+		newServer(proxy.RefuseBrowsers(proxy.JSONRoutes(agentMux), agentPolicy), log),
+		newServer(proxy.RefuseBrowsers(proxy.JSONRoutes(adminMux), adminPolicy), log),
+	}
 	servers[0].RegisterOnShutdown(mcpSrv.Close) // open MCP streams must not hold up Shutdown
 	errc := make(chan error, 2)
 	for i, ln := range []net.Listener{agentLn, adminLn} {
@@ -335,4 +404,15 @@ type policyHandle struct {
 	classifier memory.Classifier
 	describe   string
 	close      func()
+}
+
+// commaList splits a comma-separated flag value, dropping empty entries.
+func commaList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package slack_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -62,8 +63,16 @@ func TestParkedWriteAnnouncesTheFiveQuestions(t *testing.T) {
 			t.Errorf("button %s present=%v, want %v", action, ok, want)
 		}
 	}
-	if v, _ := buttonValue(m.Blocks, slacknotify.ActionApprove); v != parked.ID {
-		t.Errorf("approve button carries %q, want the record id", v)
+	// Every button carries the record and the parked version the message shows.
+	for _, action := range []string{slacknotify.ActionApprove, slacknotify.ActionReject} {
+		v, _ := buttonValue(m.Blocks, action)
+		var got struct {
+			ID string `json:"id"`
+			V  string `json:"v"`
+		}
+		if err := json.Unmarshal([]byte(v), &got); err != nil || got.ID != parked.ID || got.V != parked.ParkVersion() {
+			t.Errorf("%s button carries %q, want the record id %s and version %s", action, v, parked.ID, parked.ParkVersion())
+		}
 	}
 }
 

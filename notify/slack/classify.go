@@ -50,7 +50,7 @@ func classify(err error) (retry bool, _ error) {
 		return true, &notify.DeliveryError{Reason: notify.ReasonNetwork, Err: err}
 	}
 	var me *memory.Error
-	if errors.As(err, &me) && me.Code != memory.EINTERNAL && me.Code != memory.EUNAVAILABLE {
+	if errors.As(err, &me) && me.Code != memory.EINTERNAL && me.Code != memory.EUNAVAILABLE && me.Code != memory.EINSUFFICIENTSTORAGE {
 		// The governor's answer about the record (e.g. not found): no retry changes it.
 		return false, &notify.DeliveryError{Reason: notify.ReasonInternal, Err: err}
 	}

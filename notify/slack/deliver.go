@@ -205,7 +205,8 @@ func (s *Service) rollbacks(ctx context.Context, batch []*memory.Notice) error {
 }
 
 func messageOptions(fallback string, blocks []slack.Block) []slack.MsgOption {
-	return []slack.MsgOption{slack.MsgOptionText(plainClip(fallback, maxFallback), true), slack.MsgOptionBlocks(blocks...),
+	// Escaped here, not by slack-go, so the bound holds for what is sent.
+	return []slack.MsgOption{slack.MsgOptionText(bound(escape(fallback), maxFallback), false), slack.MsgOptionBlocks(blocks...),
 		slack.MsgOptionDisableLinkUnfurl(), slack.MsgOptionDisableMediaUnfurl()}
 }
 

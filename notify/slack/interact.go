@@ -3,6 +3,7 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/slack-go/slack"
@@ -10,9 +11,12 @@ import (
 	"github.com/memgate/memgate/memory"
 )
 
-// rejectMetadata travels in the reject modal's private metadata.
+// rejectMetadata travels in the reject modal's private metadata: the
+// record, the parked version the clicked message showed, and the channel to
+// answer in.
 type rejectMetadata struct {
 	ID      string `json:"id"`
+	Version string `json:"version,omitempty"`
 	Channel string `json:"channel"`
 }
 
@@ -24,6 +28,12 @@ type rejectMetadata struct {
 // reach the message through the outbox's decided notice, the same path a
 // CLI decision takes; refusals are answered with an ephemeral message only
 // the clicker sees.
+//
+// A decision is bound to the parked version the clicked message showed
+// (the button's value, then the reject modal's metadata): when the write
+// was re-parked since (an approval found the slot changed), a replayed or
+// outdated click is refused inside the governor's transaction and nothing
+// changes; the current message carries the new version.
 func (s *Service) interact(ctx context.Context, cb slack.InteractionCallback) {
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
@@ -50,21 +60,73 @@ func (s *Service) action(ctx context.Context, cb slack.InteractionCallback, a *s
 	default:
 		return // not ours
 	}
-	channel, user, id := cb.Channel.ID, cb.User.ID, a.Value
+	btn := parseButton(a.Value)
+	channel, user, id := cb.Channel.ID, cb.User.ID, btn.ID
 	if channel == "" {
 		channel = cb.Container.ChannelID
 	}
 	if !s.mayDecide(ctx, channel, user, id, a.ActionID) {
 		return
 	}
-	if a.ActionID == ActionReject {
-		s.openReject(ctx, cb.TriggerID, channel, user, id)
+	version, ok := s.version(ctx, channel, user, btn, a.ActionID)
+	if !ok {
 		return
 	}
-	_, err := s.gov.Approve(ctx, id, memory.Review{By: user, Route: routeSlack, Mode: mode})
-	s.log.Info("slack decision", "record", id, "by", user, "action", "approve", "mode", mode, "result", resultOf(err))
+	if a.ActionID == ActionReject {
+		s.openReject(ctx, cb.TriggerID, channel, user, id, version)
+		return
+	}
+	_, err := s.gov.Approve(ctx, id, memory.Review{By: user, Route: routeSlack, Mode: mode, Version: version})
+	s.log.Info("slack decision", "record", id, "by", user, "action", "approve", "mode", mode, "version", version, "result", resultOf(err))
 	s.metrics.interaction(a.ActionID, resultOf(err))
 	s.answer(ctx, channel, user, id, err)
+}
+
+// version returns the parked version a decision is bound to. A button
+// carries the version its message showed. One without comes from a message
+// posted by a memgate before versions; it is taken to mean the version the
+// write was first parked as, and refused when the write has been re-parked
+// at all (the count on the record, or a stale event in its history for
+// re-parks before versions were counted); then the message is re-rendered
+// so its buttons carry the current version. Accepting the rest cannot be
+// exploited: a signed callback cannot be altered, and a write never
+// re-parked has had only the one version any such button could show. A
+// re-park after this check changes the version, so the governor still
+// refuses the decision atomically.
+func (s *Service) version(ctx context.Context, channel, user string, btn button, action string) (string, bool) {
+	if btn.Version != "" {
+		return btn.Version, true
+	}
+	ex, err := s.gov.Explain(ctx, btn.ID)
+	if err != nil {
+		s.metrics.interaction(action, resultOf(err))
+		s.answer(ctx, channel, user, btn.ID, err)
+		return "", false
+	}
+	rec := ex.Record
+	if rec.Status != memory.StatusPending {
+		return "", true // the governor answers "already decided"
+	}
+	reparked := rec.Reparked > 0
+	for _, ev := range ex.Events {
+		reparked = reparked || ev.Type == memory.EventStale
+	}
+	if !reparked {
+		return rec.ParkVersion(), true
+	}
+	s.log.Warn("slack decision refused: a button without a version, on a write re-parked since", "record", btn.ID, "by", user, "action", action)
+	s.metrics.interaction(action, resultVersion)
+	if rec.Reparked == 0 {
+		// Re-parked only before versions were counted: its message may
+		// still carry buttons without one. (A re-park since re-rendered it.)
+		if err := s.refresh(ctx, btn.ID); err != nil {
+			s.log.Warn("re-rendering a review message", "record", btn.ID, "err", err)
+		}
+	}
+	s.ephemeral(ctx, channel, user, fmt.Sprintf(":warning: Nothing changed: this message was posted by an older memgate, and %s was re-parked since "+
+		"(the slot changed and it was re-evaluated), so memgate cannot tell which version you decided on. "+
+		"The message now shows the current version: decide again there, or use %s.", code(btn.ID), code("sidecar review show "+btn.ID)))
+	return "", false
 }
 
 // mayDecide checks the allow-list; anyone else is told so and nothing changes.
@@ -89,7 +151,7 @@ func (s *Service) mayDecide(ctx context.Context, channel, user, id, action strin
 
 // openReject asks for an optional reason in a modal; the decision is taken
 // when the modal is submitted.
-func (s *Service) openReject(ctx context.Context, trigger, channel, user, id string) {
+func (s *Service) openReject(ctx context.Context, trigger, channel, user, id, version string) {
 	rec, err := s.gov.Get(ctx, id)
 	if err != nil {
 		s.answer(ctx, channel, user, id, err)
@@ -99,7 +161,14 @@ func (s *Service) openReject(ctx context.Context, trigger, channel, user, id str
 		s.answer(ctx, channel, user, id, memory.Errorf(memory.EDECIDED, "already decided"))
 		return
 	}
-	meta, _ := json.Marshal(rejectMetadata{ID: id, Channel: channel})
+	if version != rec.ParkVersion() {
+		// The same refusal the governor gives when the dialog is submitted;
+		// said now, the reviewer does not type a reason for nothing.
+		s.metrics.interaction(ActionReject, resultVersion)
+		s.ephemeral(ctx, channel, user, versionChangedText(id))
+		return
+	}
+	meta, _ := json.Marshal(rejectMetadata{ID: id, Version: version, Channel: channel})
 	if _, err := s.api.OpenViewContext(ctx, trigger, rejectModal(rec, string(meta))); err != nil {
 		s.log.Error("opening the reject dialog", "record", id, "err", err)
 		s.ephemeral(ctx, channel, user, fmt.Sprintf(":warning: The reject dialog could not be opened, so nothing changed. Click Reject again, or use %s.",
@@ -117,12 +186,16 @@ func (s *Service) rejectSubmitted(ctx context.Context, cb slack.InteractionCallb
 	if !s.mayDecide(ctx, meta.Channel, user, meta.ID, ActionReject) {
 		return
 	}
+	version, ok := s.version(ctx, meta.Channel, user, button{ID: meta.ID, Version: meta.Version}, ActionReject)
+	if !ok {
+		return
+	}
 	var reason string
 	if cb.View.State != nil {
 		reason = cb.View.State.Values[reasonBlockID][reasonActionID].Value
 	}
-	_, err := s.gov.Reject(ctx, meta.ID, memory.Review{By: user, Route: routeSlack, Note: reason})
-	s.log.Info("slack decision", "record", meta.ID, "by", user, "action", "reject", "result", resultOf(err))
+	_, err := s.gov.Reject(ctx, meta.ID, memory.Review{By: user, Route: routeSlack, Note: reason, Version: version})
+	s.log.Info("slack decision", "record", meta.ID, "by", user, "action", "reject", "version", version, "result", resultOf(err))
 	s.metrics.interaction(ActionReject, resultOf(err))
 	s.answer(ctx, meta.Channel, user, meta.ID, err)
 }
@@ -135,6 +208,10 @@ func (s *Service) answer(ctx context.Context, channel, user, id string, err erro
 	case "":
 		return
 	case memory.ESTALE:
+		if errors.Is(err, memory.ErrVersionChanged) {
+			text = versionChangedText(id)
+			break
+		}
 		text = fmt.Sprintf(":warning: Not applied: the slot changed while %s waited for review, so approving it now would overwrite a newer version. "+
 			"It was re-evaluated and waits for a new decision; the message shows the current version.", code(id))
 	case memory.EDECIDED:
@@ -164,14 +241,30 @@ func (s *Service) ephemeral(ctx context.Context, channel, user, text string) {
 	if channel == "" || user == "" {
 		return
 	}
-	if _, err := s.api.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false)); err != nil {
+	if _, err := s.api.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(bound(text, maxEphemeral), false)); err != nil {
 		s.log.Warn("answering a Slack user", "user", user, "err", err)
 	}
 }
+
+// resultVersion is the metric result of a decision refused because it was
+// bound to a version that is no longer parked (a replayed or outdated click).
+const resultVersion = "version_changed"
 
 func resultOf(err error) string {
 	if err == nil {
 		return "ok"
 	}
+	if errors.Is(err, memory.ErrVersionChanged) {
+		return resultVersion
+	}
 	return memory.ErrorCode(err)
+}
+
+// versionChangedText answers a decision bound to a version of the write
+// that is no longer parked: a replayed callback, or a click on a message
+// Slack had not yet updated.
+func versionChangedText(id string) string {
+	return fmt.Sprintf(":warning: Nothing changed: the message you used showed an older version of %s. It was re-parked since "+
+		"(the slot changed and it was re-evaluated), and a decision applies only to the version it was made on. "+
+		"Decide again from the current message, which shows the version that waits now.", code(id))
 }

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -42,7 +43,7 @@ type reviewView struct {
 func reviewMessage(v reviewView) (fallback string, blocks []slack.Block) {
 	r := v.Record
 	pending := r.Status == memory.StatusPending
-	blocks = append(blocks, slack.NewHeaderBlock(plainText(plainClip(headline(r), maxHeaderText))))
+	blocks = append(blocks, slack.NewHeaderBlock(plainText(headline(r), maxHeaderText)))
 	if !pending && r.Review != nil {
 		blocks = append(blocks, section(outcomeText(r)))
 	}
@@ -52,8 +53,8 @@ func reviewMessage(v reviewView) (fallback string, blocks []slack.Block) {
 			code(string(r.CandidateSource)), riskText(r.RiskLevel), listOrNone(r.Categories)), maxSectionText)),
 		section(bound("*Who triggered it*\n"+actorText(r.Actor), maxSectionText)),
 		slack.NewSectionBlock(nil, []*slack.TextBlockObject{
-			mrkdwn(versionField(oldLabel(r), oldVersion(v))),
-			mrkdwn(versionField(newLabel(r), r)),
+			mrkdwn(bound(versionField(oldLabel(r), oldVersion(v)), maxFieldText)),
+			mrkdwn(bound(versionField(newLabel(r), r), maxFieldText)),
 		}, nil),
 		section("*Evidence*\n"+evidenceText(r.Evidence)),
 		section("*Affects*\n"+bulletsOrNone(r.Affects, "_no behaviour named by policy_")),
@@ -107,13 +108,13 @@ func outcomeText(r *memory.Record) string {
 	}
 	s := fmt.Sprintf("%s *%s* by %s", mark, verb, userRef(rv.By, rv.Route))
 	if rv.Route != "" {
-		s += " via " + escape(rv.Route)
+		s += " via " + clip(rv.Route, 40)
 	}
 	s += " at " + slackDate(rv.At)
 	if rv.Note != "" {
-		s += "\n*Note* " + clip(rv.Note, maxSectionText-slackLen(s)-20)
+		s += "\n*Note* " + clip(rv.Note, max(maxSectionText-slackLen(s)-20, 100))
 	}
-	return s
+	return bound(s, maxSectionText)
 }
 
 func riskText(r memory.Risk) string {
@@ -282,65 +283,89 @@ func warnings(v reviewView) string {
 	return bound(strings.Join(w, "\n"), maxContextText)
 }
 
-// bound cuts text that is already mrkdwn (built from escaped parts) to
-// limit; its parts are clipped on their own, so this only guards the sum.
-func bound(s string, limit int) string {
-	if slackLen(s) <= limit {
-		return s
+// button is what a review button carries: the record and the parked
+// version (memory.Record.ParkVersion) the message showed, so a decision
+// applies only to that version. A replayed or outdated click on a write
+// that was re-parked since is refused (see Service.version).
+type button struct {
+	ID      string `json:"id"`
+	Version string `json:"v"`
+}
+
+func buttonValue(r *memory.Record) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // ids are short; \u003c would triple them
+	_ = enc.Encode(button{ID: r.ID, Version: r.ParkVersion()})
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// parseButton reads a button's value. A value that is not a JSON object is
+// a bare record id: a button from a memgate before versions, which has
+// none.
+func parseButton(v string) button {
+	var b button
+	if strings.HasPrefix(v, "{") && json.Unmarshal([]byte(v), &b) == nil && b.ID != "" {
+		return b
 	}
-	return plainClip(s, limit)
+	return button{ID: v}
 }
 
 func actions(r *memory.Record) slack.Block {
-	approve := slack.NewButtonBlockElement(ActionApprove, r.ID, plainText("Approve (override)"))
+	value := buttonValue(r)
+	approve := slack.NewButtonBlockElement(ActionApprove, value, plainText("Approve (override)", maxButtonText))
 	approve.Style = slack.StylePrimary
 	elems := []slack.BlockElement{approve}
 	if r.Layer.AllowsAppend() && r.Op != memory.OpDelete {
-		elems = append(elems, slack.NewButtonBlockElement(ActionAppend, r.ID, plainText("Approve as append")))
+		elems = append(elems, slack.NewButtonBlockElement(ActionAppend, value, plainText("Approve as append", maxButtonText)))
 	}
-	reject := slack.NewButtonBlockElement(ActionReject, r.ID, plainText("Reject…"))
+	reject := slack.NewButtonBlockElement(ActionReject, value, plainText("Reject…", maxButtonText))
 	reject.Style = slack.StyleDanger
 	elems = append(elems, reject)
 	return slack.NewActionBlock(actionsBlockID, elems...)
 }
 
 // rejectModal asks for an optional reason; private metadata carries the
-// record id and the channel to answer in.
+// record id, the parked version the clicked message showed and the channel
+// to answer in (rejectMetadata).
 func rejectModal(r *memory.Record, metadata string) slack.ModalViewRequest {
-	input := slack.NewPlainTextInputBlockElement(plainText("Why is it wrong? (optional)"), reasonActionID)
+	input := slack.NewPlainTextInputBlockElement(plainText("Why is it wrong? (optional)", maxPlaceholder), reasonActionID)
 	input.Multiline = true
 	input.MaxLength = maxReasonLength
-	reason := slack.NewInputBlock(reasonBlockID, plainText("Reason"), nil, input)
+	reason := slack.NewInputBlock(reasonBlockID, plainText("Reason", maxLabelText), nil, input)
 	reason.Optional = true
 	return slack.ModalViewRequest{
 		Type:            slack.VTModal,
-		Title:           plainText("Reject memory write"),
-		Submit:          plainText("Reject"),
-		Close:           plainText("Cancel"),
+		Title:           plainText("Reject memory write", maxModalTitle),
+		Submit:          plainText("Reject", maxModalTitle),
+		Close:           plainText("Cancel", maxModalTitle),
 		CallbackID:      rejectCallback,
 		PrivateMetadata: metadata,
 		Blocks: slack.Blocks{BlockSet: []slack.Block{
-			section(fmt.Sprintf("Reject %s (%s / %s):\n%s", code(r.ID), code(r.SubjectID), orNone(r.FactType, "-"),
-				clip(r.Summary, 800))),
+			section(fmt.Sprintf("Reject %s (%s / %s):\n%s", code(r.ID), code(plainClip(r.SubjectID, 200)),
+				orNone(plainClip(r.FactType, 200), "-"), clip(r.Summary, 800))),
 			reason,
 		}},
 	}
 }
 
+// section, contextBlock and plainText bound their text to Slack's limit
+// whatever their callers did, so no block memgate sends is refused (and its
+// message lost) for a long memory, reason or name.
 func section(text string) *slack.SectionBlock {
-	return slack.NewSectionBlock(mrkdwn(text), nil, nil)
+	return slack.NewSectionBlock(mrkdwn(bound(text, maxSectionText)), nil, nil)
 }
 
 func contextBlock(text string) *slack.ContextBlock {
-	return slack.NewContextBlock("", mrkdwn(text))
+	return slack.NewContextBlock("", mrkdwn(bound(text, maxContextText)))
 }
 
 func mrkdwn(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
 
-func plainText(s string) *slack.TextBlockObject {
-	return slack.NewTextBlockObject(slack.PlainTextType, s, true, false)
+func plainText(s string, limit int) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, plainClip(s, limit), true, false)
 }
 
 func orNone(s, none string) string {

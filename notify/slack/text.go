@@ -17,6 +17,11 @@ const (
 	maxContextText = 2000 // below Slack's 3000, as one element of several
 	maxBlocks      = 50
 	maxFallback    = 300 // the notification text; Slack allows far more, phones show less
+	maxButtonText  = 75
+	maxModalTitle  = 24 // a modal's title, submit and close texts
+	maxPlaceholder = 150
+	maxLabelText   = 2000
+	maxEphemeral   = 3000 // an answer to one user; Slack allows more, nobody reads it
 )
 
 // slackLen is a text's length as Slack counts it.
@@ -79,6 +84,24 @@ func plainClip(s string, limit int) string {
 	return b.String() + "…"
 }
 
+// bound cuts text that is already mrkdwn (built from escaped parts) to
+// limit, with a visible ellipsis; its parts are clipped on their own, so
+// this only guards the sum. It never leaves half an escape (&amp;) or half
+// a Slack token (<@U1>, <!date^…>) at the cut.
+func bound(s string, limit int) string {
+	if slackLen(s) <= limit {
+		return s
+	}
+	body := strings.TrimSuffix(plainClip(s, limit), "…")
+	if i := strings.LastIndexByte(body, '<'); i >= 0 && !strings.Contains(body[i:], ">") {
+		body = body[:i]
+	}
+	if i := strings.LastIndexByte(body, '&'); i >= 0 && !strings.Contains(body[i:], ";") {
+		body = body[:i]
+	}
+	return body + "…"
+}
+
 // oneLine folds whitespace so a text fits a list item or a notification.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
@@ -94,10 +117,13 @@ func slackDate(t time.Time) string {
 	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04 UTC"))
 }
 
+// maxUserID bounds what is shown as a Slack mention; Slack's ids are ~11.
+const maxUserID = 32
+
 // userRef names whoever decided: a Slack user id as a mention (Slack shows
 // the name), anyone else (cli, admin, an operator's name) as text.
 func userRef(by, route string) string {
-	if route == routeSlack && by != "" {
+	if route == routeSlack && by != "" && len(by) <= maxUserID {
 		return "<@" + strings.ReplaceAll(escape(by), "|", "") + ">"
 	}
 	if by == "" {

@@ -30,6 +30,9 @@ type BridgeOptions struct {
 	// AgentID, RunID and UserID attribute the bridged writes (sent as
 	// X-Memgate-* headers); without RunID, the sidecar uses the MCP session.
 	AgentID, RunID, UserID string
+	// Key is the agent key sent to the sidecar ("Authorization: Bearer"),
+	// when its agent listener requires keys.
+	Key string
 	// HTTPClient talks to the sidecar (default: one with no overall timeout,
 	// since tool calls stream their answers).
 	HTTPClient *http.Client
@@ -38,11 +41,12 @@ type BridgeOptions struct {
 }
 
 // BridgeOptionsFromEnv reads the bridge's settings from the environment:
-// MEMGATE_MCP_URL, MEMGATE_AGENT_ID, MEMGATE_RUN_ID and MEMGATE_USER_ID, so
-// an MCP client's config can set them in the server entry's "env".
+// MEMGATE_MCP_URL, MEMGATE_AGENT_ID, MEMGATE_RUN_ID, MEMGATE_USER_ID and
+// MEMGATE_AGENT_KEY, so an MCP client's config can set them in the server
+// entry's "env".
 func BridgeOptionsFromEnv(getenv func(string) string) BridgeOptions {
 	return BridgeOptions{URL: getenv("MEMGATE_MCP_URL"), AgentID: getenv("MEMGATE_AGENT_ID"),
-		RunID: getenv("MEMGATE_RUN_ID"), UserID: getenv("MEMGATE_USER_ID")}
+		RunID: getenv("MEMGATE_RUN_ID"), UserID: getenv("MEMGATE_USER_ID"), Key: getenv("MEMGATE_AGENT_KEY")}
 }
 
 // endpoint returns the MCP endpoint for a sidecar URL: a bare address
@@ -154,6 +158,9 @@ func newUpstream(ep string, o BridgeOptions) *upstream {
 		if v != "" {
 			fixed.Set(k, v)
 		}
+	}
+	if o.Key != "" {
+		fixed.Set("Authorization", "Bearer "+o.Key)
 	}
 	u.http = &http.Client{Transport: headerTransport{base: base, fixed: fixed, behind: &u.behind}}
 	return u

@@ -78,7 +78,7 @@ func (s *Server) createEntities(ctx context.Context, req *mcp.CallToolRequest, i
 			continue
 		}
 		seen[e.Name] = true
-		exists, err := s.hasActive(ctx, memory.KeyedSlotID(e.Name, factEntityType))
+		exists, err := s.hasActive(ctx, s.gov.SlotID(ctx, e.Name, factEntityType))
 		if err != nil {
 			return nil, out, toolError(s.log, err)
 		} else if exists {
@@ -123,7 +123,7 @@ func (s *Server) createRelations(ctx context.Context, req *mcp.CallToolRequest, 
 			continue
 		}
 		seen[r] = true
-		exists, err := s.hasActive(ctx, memory.KeyedSlotID(r.From, relationFactType(r.RelationType, r.To)))
+		exists, err := s.hasActive(ctx, s.gov.SlotID(ctx, r.From, relationFactType(r.RelationType, r.To)))
 		if err != nil {
 			return nil, out, toolError(s.log, err)
 		} else if exists {
@@ -292,7 +292,7 @@ func (s *Server) deleteRelations(ctx context.Context, req *mcp.CallToolRequest, 
 		if checkName("from", rel.From) != nil {
 			continue
 		}
-		slot := memory.KeyedSlotID(rel.From, relationFactType(rel.RelationType, rel.To))
+		slot := s.gov.SlotID(ctx, rel.From, relationFactType(rel.RelationType, rel.To))
 		exists, err := s.hasActive(ctx, slot)
 		if err != nil {
 			return nil, statusResult{}, toolError(s.log, err)

@@ -145,7 +145,8 @@ func (s *Server) addMem0Tools() {
 // defaultScope applies a default user when a write or read names no entity,
 // as Mem0's MCP server does (an agent or run id alone is enough): the user
 // the session names in X-Memgate-User-Id, else Options.DefaultUserID.
-func (s *Server) defaultScope(sc memory.Scope, actor memory.Actor) memory.Scope {
+func (s *Server) defaultScope(ctx context.Context, sc memory.Scope, actor memory.Actor) memory.Scope {
+	sc = memory.TenantOf(ctx).Fill(sc) // a tenant-bound key names its entity ids itself
 	if sc.UserID == "" && sc.AgentID == "" && sc.RunID == "" {
 		sc.UserID = actor.UserID
 		if sc.UserID == "" {
@@ -192,7 +193,7 @@ func (s *Server) addMemory(ctx context.Context, req *mcp.CallToolRequest, in add
 		return nil, writeAnswer{}, toolError(s.log, err)
 	}
 	actor := actorOf(req)
-	c := memory.Candidate{Summary: in.text(), Scope: s.defaultScope(in.scope(), actor), Metadata: in.Metadata,
+	c := memory.Candidate{Summary: in.text(), Scope: s.defaultScope(ctx, in.scope(), actor), Metadata: in.Metadata,
 		Evidence: memory.Evidence{Excerpt: in.conversation()}}
 	rep := &report{}
 	res, err := s.submit(ctx, rep, actor, fmt.Sprintf("memory %q", c.Summary), c)
@@ -254,7 +255,7 @@ func (s *Server) searchMemories(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}
-	recs, err := s.gov.List(ctx, memory.ListFilter{Scope: s.defaultScope(sc, actorOf(req))})
+	recs, err := s.gov.List(ctx, memory.ListFilter{Scope: s.defaultScope(ctx, sc, actorOf(req))})
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}

@@ -29,9 +29,30 @@ type Options struct {
 	// DefaultUserID scopes the Mem0-style tools when a call names no user,
 	// agent or run, as Mem0's MCP server does (default "mem0-mcp").
 	DefaultUserID string
-	// SessionTimeout closes Streamable HTTP sessions idle this long
-	// (default 30 minutes), so abandoned clients do not pile up.
+	// SessionTimeout closes Streamable HTTP sessions no request has used
+	// this long (default DefaultSessionTimeout, 5 minutes), so abandoned
+	// clients do not pile up. An open event stream alone does not keep a
+	// session alive.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the open Streamable HTTP sessions (default
+	// DefaultMaxSessions). Past it a new session (a POST without
+	// Mcp-Session-Id) is refused with 503, Retry-After and a JSON-RPC
+	// error; existing sessions keep working.
+	MaxSessions int
+	// MaxStreams bounds the responses open at once, GET event streams and
+	// POSTs in flight together (default DefaultMaxStreams); event streams
+	// may hold at most half of it. Past it a request is refused with 429,
+	// Retry-After and a JSON-RPC error.
+	MaxStreams int
+	// Keys, when it holds any, are required on every request as
+	// "Authorization: Bearer <key>"; each session is bound to the key that
+	// opened it, and every tool call is confined to the key's tenant.
+	Keys *proxy.AgentKeys
+	// HostChecked says the listener already refuses foreign Host names
+	// (proxy.RefuseBrowsers, with the operator's --allowed-hosts), so the
+	// SDK's own localhost-only check is turned off. Without it the SDK
+	// refuses a non-localhost Host on a loopback connection.
+	HostChecked bool
 }
 
 // Server is the MCP memory server. It is safe for concurrent use.
@@ -41,6 +62,7 @@ type Server struct {
 	defaultUser string
 	srv         *mcp.Server
 	http        http.Handler
+	limits      *limits
 	closing     context.Context
 	close       context.CancelFunc
 }
@@ -57,18 +79,26 @@ func NewServer(gov *memory.Governor, o Options) *Server {
 		o.DefaultUserID = "mem0-mcp"
 	}
 	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 30 * time.Minute
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = DefaultMaxStreams
 	}
 	s := &Server{gov: gov, log: o.Logger, defaultUser: o.DefaultUserID}
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "memgate", Title: "memgate governed memory", Version: o.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(o.Logger), Capabilities: &mcp.ServerCapabilities{}})
+	s.srv.AddReceivingMiddleware(confine)
 	s.addGraphTools()
 	s.addMem0Tools()
 	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{Logger: sdkLogger(o.Logger), SessionTimeout: o.SessionTimeout,
-			MaxRequestBodyBytes: proxy.MaxBodyBytes})
-	s.http = s.untilClosed(withRemoteAddr(stream))
+			MaxRequestBodyBytes: proxy.MaxBodyBytes, DisableLocalhostProtection: o.HostChecked})
+	s.limits = newLimits(s.srv, o.Logger, o.MaxSessions, o.MaxStreams)
+	s.http = s.guard(requireKey(withRemoteAddr(stream), o.Keys))
 	return s
 }
 
@@ -78,7 +108,8 @@ const instructions = "memgate governs this memory: every write and deletion is c
 	"Reads show only approved, active memory."
 
 // Handler serves MCP over Streamable HTTP; mount it at /mcp on the agent
-// listener (Register does).
+// listener (Register does). Every error it answers, including the SDK's
+// transport errors and the refusals past a cap, is a JSON-RPC error object.
 func (s *Server) Handler() http.Handler { return s.http }
 
 // Register mounts the MCP endpoint at /mcp.
@@ -92,21 +123,6 @@ func (s *Server) MCPServer() *mcp.Server { return s.srv }
 // clients keep open, so an http.Server's Shutdown does not wait for them
 // (register it with http.Server.RegisterOnShutdown).
 func (s *Server) Close() { s.close() }
-
-// untilClosed cancels each request's context when the server closes.
-func (s *Server) untilClosed(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.closing.Err() != nil {
-			http.Error(w, "memgate is shutting down", http.StatusServiceUnavailable)
-			return
-		}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		stop := context.AfterFunc(s.closing, cancel)
-		defer stop()
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
 
 // sdkLogger passes on only the SDK's warnings and errors: it logs every
 // session's start at info level, which is noise on an agent's listener.

@@ -1,29 +1,17 @@
 package mem0
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
+	"context"
 	"net/http"
 	"strings"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
-// keySet holds the accepted API keys as digests, so that comparing a
-// presented key costs the same whatever its length.
-type keySet [][sha256.Size]byte
-
-func newKeySet(keys []string) keySet {
-	var ks keySet
-	for _, k := range keys {
-		if k = strings.TrimSpace(k); k != "" {
-			ks = append(ks, sha256.Sum256([]byte(k)))
-		}
-	}
-	return ks
-}
-
-// ParseAPIKeys splits MEMGATE_MEM0_API_KEYS (comma-separated) into keys.
+// ParseAPIKeys splits a comma-separated key list (MEMGATE_MEM0_API_KEYS's
+// plain form) into keys. Deprecated: the agent listener's keys, with
+// tenant bindings, are parsed by proxy.ParseAgentKeys.
 func ParseAPIKeys(s string) []string {
 	var out []string
 	for _, k := range strings.Split(s, ",") {
@@ -34,45 +22,32 @@ func ParseAPIKeys(s string) []string {
 	return out
 }
 
-func (ks keySet) accepts(key string) bool {
-	if key == "" {
-		return false
-	}
-	sum := sha256.Sum256([]byte(key))
-	ok := 0
-	for _, k := range ks {
-		ok |= subtle.ConstantTimeCompare(sum[:], k[:])
-	}
-	return ok == 1
-}
-
-// presentedKey reads the key the way each Mem0 client sends it: the
-// platform SDKs "Authorization: Token <key>", the open-source server
-// "X-API-Key: <key>" or "Authorization: Bearer <key>".
-func presentedKey(r *http.Request) string {
-	if k := strings.TrimSpace(r.Header.Get("X-API-Key")); k != "" {
-		return k
-	}
-	auth := strings.TrimSpace(r.Header.Get("Authorization"))
-	scheme, key, ok := strings.Cut(auth, " ")
-	if !ok {
-		return ""
-	}
-	switch strings.ToLower(scheme) {
-	case "token", "bearer":
-		return strings.TrimSpace(key)
-	}
-	return ""
-}
-
-// auth refuses requests without an accepted key when keys are configured.
+// auth refuses requests without an accepted key when keys are configured,
+// in Mem0's error shape, and confines the others to their key's tenant.
 func (h *Handler) auth(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(h.keys) > 0 && !h.keys.accepts(presentedKey(r)) {
-			h.fail(w, r, memory.Errorf(memory.EUNAUTHORIZED,
-				"Invalid API key: send one of the keys in MEMGATE_MEM0_API_KEYS as \"Authorization: Token <key>\" (or X-API-Key)"))
-			return
-		}
-		next.ServeHTTP(w, r)
+	return h.keys.Require(next, func(w http.ResponseWriter, r *http.Request, err error) {
+		w.Header().Set("WWW-Authenticate", `Token realm="memgate-mem0"`)
+		h.fail(w, r, err)
 	})
+}
+
+// keysOf is the key set of o: Keys, or the plain APIKeys (tests, and
+// callers from before tenant bindings) as unconfined keys.
+func keysOf(o Options) *proxy.AgentKeys {
+	if o.Keys != nil {
+		return o.Keys
+	}
+	keys := make([]proxy.AgentKey, 0, len(o.APIKeys))
+	for _, k := range o.APIKeys {
+		keys = append(keys, proxy.NewAgentKey(k, memory.Tenant{}))
+	}
+	return proxy.NewAgentKeys(keys)
+}
+
+// tenantScope fills the entity ids a request left out from the caller's
+// key binding: a key bound to alice need not name alice. Ids the request
+// names stay, so a write for another tenant is refused by the governor and
+// a read of one finds nothing.
+func tenantScope(ctx context.Context, s memory.Scope) memory.Scope {
+	return memory.TenantOf(ctx).Fill(s)
 }

@@ -98,8 +98,11 @@ func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	return proxy.ReadBody(w, r)
 }
 
-// decodeObject decodes one JSON object into v, leniently about unknown
-// fields, strictly about the types of known ones. Errors are EINVALID.
+// decodeObject decodes one JSON object into v by memgate's strict JSON
+// rules (see proxy.UnmarshalLenient): leniently about unknown fields,
+// strictly about the types of known ones, about names that differ from a
+// known one only in case, duplicate names, invalid UTF-8 and nesting.
+// Errors are EINVALID.
 func decodeObject(body []byte, v any) error {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
@@ -108,16 +111,20 @@ func decodeObject(body []byte, v any) error {
 	if trimmed[0] != '{' {
 		return memory.Errorf(memory.EINVALID, "request body must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(v); err != nil {
-		return memory.Errorf(memory.EINVALID, "malformed JSON: %s", jsonProblem(err))
-	}
-	if dec.More() {
-		return memory.Errorf(memory.EINVALID, "malformed JSON: unexpected data after the object")
+	if err := proxy.UnmarshalLenient(trimmed, v); err != nil {
+		return memory.Errorf(memory.EINVALID, "malformed JSON: %v", err)
 	}
 	return nil
 }
 
+// unmarshalPart decodes a part of a body that decodeObject kept raw
+// (messages, their content) by the same rules.
+func unmarshalPart(raw []byte, v any) error {
+	return proxy.UnmarshalLenient(raw, v)
+}
+
+// jsonProblem words an encoding/json (v1) error; only filters, already
+// checked as part of their body, are still decoded with it.
 func jsonProblem(err error) string {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError

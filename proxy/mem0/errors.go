@@ -10,16 +10,18 @@ import (
 // statusOf is the one table from domain error codes to HTTP statuses in
 // this dialect.
 var statusOf = map[string]int{
-	memory.EINVALID:      http.StatusBadRequest,
-	memory.ENOTFOUND:     http.StatusNotFound,
-	memory.ESTALE:        http.StatusConflict,
-	memory.EDECIDED:      http.StatusConflict,
-	memory.ECONFLICT:     http.StatusConflict,
-	memory.EREJECTED:     http.StatusUnprocessableEntity,
-	memory.EUNAUTHORIZED: http.StatusUnauthorized,
-	memory.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	memory.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	memory.EINTERNAL:     http.StatusInternalServerError,
+	memory.EINVALID:             http.StatusBadRequest,
+	memory.ENOTFOUND:            http.StatusNotFound,
+	memory.ESTALE:               http.StatusConflict,
+	memory.EDECIDED:             http.StatusConflict,
+	memory.ECONFLICT:            http.StatusConflict,
+	memory.EREJECTED:            http.StatusUnprocessableEntity,
+	memory.EUNAUTHORIZED:        http.StatusUnauthorized,
+	memory.EFORBIDDEN:           http.StatusForbidden,
+	memory.ETOOLARGE:            http.StatusRequestEntityTooLarge,
+	memory.EUNAVAILABLE:         http.StatusServiceUnavailable,
+	memory.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
+	memory.EINTERNAL:            http.StatusInternalServerError,
 }
 
 // errorBody is Mem0's error shape. The platform answers {"error": "..."},

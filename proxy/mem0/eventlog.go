@@ -22,6 +22,9 @@ type Event struct {
 	Payload   json.RawMessage `json:"payload,omitempty"`
 	CreatedAt time.Time       `json:"createdAt"`
 	LatencyMs float64         `json:"latencyMs"`
+	// Tenant is the tenant of the key that made the event: only callers
+	// of that tenant see it.
+	Tenant memory.Tenant `json:"tenant,omitzero"`
 }
 
 // EventWrite is one candidate of an event and what the governor did with it.
@@ -82,7 +85,13 @@ func (l *EventLog) Get(ctx context.Context, id string) (*Event, error) {
 		} else if err != nil {
 			return err
 		}
-		return item.Value(func(b []byte) error { return json.Unmarshal(b, &ev) })
+		if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &ev) }); err != nil {
+			return err
+		}
+		if !memory.TenantOf(ctx).Sees(ev.Tenant) {
+			return memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it.")
+		}
+		return nil
 	})
 	if err != nil {
 		if memory.ErrorCode(err) == memory.ENOTFOUND {
@@ -94,7 +103,7 @@ func (l *EventLog) Get(ctx context.Context, id string) (*Event, error) {
 }
 
 // List returns up to limit events after skipping offset, newest first,
-// and how many events there are in all.
+// and how many events there are in all: those of the caller's tenant.
 func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -103,19 +112,28 @@ func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, 
 	total := 0
 	err := l.db.DB().View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
-		opts.Reverse, opts.Prefix, opts.PrefetchValues = true, []byte(eventPrefix), false
+		tenant := memory.TenantOf(ctx)
+		// Without a tenant every event counts, and only those returned are
+		// read; a tenant's must be read to be told apart.
+		opts.Reverse, opts.Prefix, opts.PrefetchValues = true, []byte(eventPrefix), tenant.Bound()
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		for it.Seek([]byte(eventPrefix + "\xff")); it.Valid(); it.Next() {
+			var ev *Event
+			if tenant.Bound() || (total >= offset && len(out) < limit) {
+				ev = new(Event)
+				if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, ev) }); err != nil {
+					return fmt.Errorf("decode %s: %w", it.Item().Key(), err)
+				}
+				if !tenant.Sees(ev.Tenant) {
+					continue
+				}
+			}
 			total++
 			if total <= offset || len(out) >= limit {
 				continue // counted, not returned
 			}
-			var ev Event
-			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &ev) }); err != nil {
-				return fmt.Errorf("decode %s: %w", it.Item().Key(), err)
-			}
-			out = append(out, &ev)
+			out = append(out, ev)
 		}
 		return nil
 	})

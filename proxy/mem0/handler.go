@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 // Dialect is the name memgate records as the actor's dialect.
@@ -25,9 +26,12 @@ type Options struct {
 	// Events keeps Mem0 events (what each write produced) durably.
 	Events *EventLog
 	Logger *slog.Logger
-	// APIKeys are the accepted keys ("Authorization: Token <key>",
-	// "X-API-Key: <key>" or "Authorization: Bearer <key>"). None: no key is
-	// required, for a listener bound to loopback.
+	// Keys are the agent listener's keys ("Authorization: Token <key>",
+	// "X-API-Key: <key>" or "Authorization: Bearer <key>"), each confining
+	// its caller to its tenant. None: no key is required, for a listener
+	// bound to loopback.
+	Keys *proxy.AgentKeys
+	// APIKeys are plain keys, unconfined; used when Keys is nil.
 	APIKeys []string
 	// Extractor, if set, turns conversations added with infer=true into
 	// facts, as Mem0's LLM does; without it each message is a candidate.
@@ -41,7 +45,7 @@ type Handler struct {
 	gov       *memory.Governor
 	events    *EventLog
 	log       *slog.Logger
-	keys      keySet
+	keys      *proxy.AgentKeys
 	extractor Extractor
 	now       func() time.Time
 	newID     func() string
@@ -49,7 +53,7 @@ type Handler struct {
 
 // New returns a Handler with defaults filled in.
 func New(o Options) *Handler {
-	h := &Handler{gov: o.Gov, events: o.Events, log: o.Logger, keys: newKeySet(o.APIKeys),
+	h := &Handler{gov: o.Gov, events: o.Events, log: o.Logger, keys: keysOf(o),
 		extractor: o.Extractor, now: o.Now, newID: o.NewID}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)

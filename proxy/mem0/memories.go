@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -192,8 +193,11 @@ func (h *Handler) updateWith(w http.ResponseWriter, r *http.Request, doneMsg str
 // new text as a bare JSON string.
 func decodeUpdate(body []byte) (*updateRequest, error) {
 	var req updateRequest
-	var s string
-	if err := json.Unmarshal(body, &s); err == nil {
+	if t := strings.TrimSpace(string(body)); strings.HasPrefix(t, `"`) {
+		var s string
+		if err := unmarshalPart([]byte(t), &s); err != nil {
+			return nil, memory.Errorf(memory.EINVALID, "malformed JSON: %v", err)
+		}
 		req.Text = &s
 		return &req, nil
 	}
@@ -239,7 +243,7 @@ type deleteAllAnswer struct {
 }
 
 // deleteByEntity deletes every active memory of an entity (DELETE
-// /v1/memories/?user_id=...; "*" means every memory that has that id).
+// /v1/memories/?user_id=...; never "*").
 // Each deletion is governed on its own.
 func (h *Handler) deleteByEntity(w http.ResponseWriter, r *http.Request) {
 	h.deleteAllWith(w, r, "Memories deleted successfully!")
@@ -251,18 +255,19 @@ func (h *Handler) deleteAllWith(w http.ResponseWriter, r *http.Request, doneMsg 
 		h.fail(w, r, memory.Errorf(memory.EINVALID, "At least one filter is required: user_id, agent_id, app_id or run_id."))
 		return
 	}
+	for _, id := range []string{scope.UserID, scope.AgentID, scope.AppID, scope.RunID} {
+		if strings.Contains(id, "*") {
+			// A wildcard would reach every entity's memories at once.
+			h.fail(w, r, memory.Errorf(memory.EINVALID, "A bulk delete names its entities: \"*\" is not accepted in user_id, agent_id, app_id or run_id."))
+			return
+		}
+	}
 	recs, err := h.list(r.Context(), entityFilter(scope))
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	actorOfDelete := scope
-	for _, p := range []*string{&actorOfDelete.UserID, &actorOfDelete.AgentID, &actorOfDelete.AppID, &actorOfDelete.RunID} {
-		if *p == "*" {
-			*p = ""
-		}
-	}
-	wr := h.writeRequest(r, actorOfDelete, nil)
+	wr := h.writeRequest(r, scope, nil)
 	cands := make([]memory.Candidate, 0, len(recs))
 	for _, rec := range recs {
 		c := wr.candidate("", memory.SourceTool, "", "mem0:"+modeDelete+":tool#0")

@@ -29,8 +29,8 @@ func parseMessages(raw json.RawMessage) ([]Message, error) {
 	var items []json.RawMessage
 	switch raw[0] {
 	case '[':
-		if err := json.Unmarshal(raw, &items); err != nil {
-			return nil, memory.Errorf(memory.EINVALID, "messages: %s", jsonProblem(err))
+		if err := unmarshalPart(raw, &items); err != nil {
+			return nil, memory.Errorf(memory.EINVALID, "messages: %v", err)
 		}
 	case '"', '{':
 		items = []json.RawMessage{raw}
@@ -55,8 +55,8 @@ func parseMessage(raw json.RawMessage) (Message, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return Message{}, memory.Errorf(memory.EINVALID, "%s", jsonProblem(err))
+		if err := unmarshalPart(raw, &s); err != nil {
+			return Message{}, memory.Errorf(memory.EINVALID, "%v", err)
 		}
 		return Message{Role: "user", Content: s}, nil
 	}
@@ -68,8 +68,8 @@ func parseMessage(raw json.RawMessage) (Message, error) {
 		Content json.RawMessage `json:"content"`
 		Text    *string         `json:"text"`
 	}
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return Message{}, memory.Errorf(memory.EINVALID, "%s", jsonProblem(err))
+	if err := unmarshalPart(raw, &m); err != nil {
+		return Message{}, memory.Errorf(memory.EINVALID, "%v", err)
 	}
 	out := Message{Role: "user"}
 	if m.Role != nil && strings.TrimSpace(*m.Role) != "" {
@@ -95,16 +95,16 @@ func contentText(raw json.RawMessage) (string, error) {
 	switch raw[0] {
 	case '"':
 		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return "", memory.Errorf(memory.EINVALID, "content: %s", jsonProblem(err))
+		if err := unmarshalPart(raw, &s); err != nil {
+			return "", memory.Errorf(memory.EINVALID, "content: %v", err)
 		}
 		return s, nil
 	case '{':
 		return partText(raw)
 	case '[':
 		var parts []json.RawMessage
-		if err := json.Unmarshal(raw, &parts); err != nil {
-			return "", memory.Errorf(memory.EINVALID, "content: %s", jsonProblem(err))
+		if err := unmarshalPart(raw, &parts); err != nil {
+			return "", memory.Errorf(memory.EINVALID, "content: %v", err)
 		}
 		var texts []string
 		for _, p := range parts {
@@ -125,9 +125,9 @@ func partText(raw json.RawMessage) (string, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) > 0 && raw[0] == '"' {
 		var s string
-		err := json.Unmarshal(raw, &s)
+		err := unmarshalPart(raw, &s)
 		if err != nil {
-			return "", memory.Errorf(memory.EINVALID, "content part: %s", jsonProblem(err))
+			return "", memory.Errorf(memory.EINVALID, "content part: %v", err)
 		}
 		return s, nil
 	}
@@ -138,8 +138,8 @@ func partText(raw json.RawMessage) (string, error) {
 		Type string  `json:"type"`
 		Text *string `json:"text"`
 	}
-	if err := json.Unmarshal(raw, &p); err != nil {
-		return "", memory.Errorf(memory.EINVALID, "content part: %s", jsonProblem(err))
+	if err := unmarshalPart(raw, &p); err != nil {
+		return "", memory.Errorf(memory.EINVALID, "content part: %v", err)
 	}
 	if p.Text == nil || (p.Type != "" && p.Type != "text") {
 		return "", nil // an image or another non-text part

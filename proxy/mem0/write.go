@@ -86,7 +86,8 @@ const maxPayloadBytes = 8 << 10
 func (h *Handler) write(ctx context.Context, typ string, cands []memory.Candidate, payload []byte) (*writeResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	start := time.Now()
-	ev := &Event{ID: h.newID(), Type: typ, CreatedAt: h.now(), Writes: []EventWrite{}, Payload: boundedPayload(payload)}
+	ev := &Event{ID: h.newID(), Type: typ, CreatedAt: h.now(), Writes: []EventWrite{}, Payload: boundedPayload(payload),
+		Tenant: memory.TenantOf(ctx)}
 	res := &writeResult{event: ev, results: []resultJSON{}, waiting: []resultJSON{}}
 	var err error
 	for _, c := range cands {
