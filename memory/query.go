@@ -350,7 +350,9 @@ func (g *Governor) History(ctx context.Context, slotID string) ([]*Record, error
 	tenant := TenantOf(ctx)
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		slot, err := tx.Slot(slotID)
-		if err != nil {
+		if ErrorCode(err) == ENOTFOUND {
+			return notFound(slotID) // the same answer as for another tenant's slot
+		} else if err != nil {
 			return err
 		}
 		if !tenant.Covers(slot.Scope) {

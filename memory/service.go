@@ -278,7 +278,11 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 			slot, err = tx.Slot(rec.SlotID)
 			return err
 		})
-		if err != nil {
+		if ErrorCode(err) == ENOTFOUND {
+			// One answer for "no such slot" and "another tenant's slot":
+			// slot ids can be computed, so the answers must not differ.
+			return notFound(rec.SlotID)
+		} else if err != nil {
 			return err
 		}
 		if !TenantOf(ctx).Covers(slot.Scope) {

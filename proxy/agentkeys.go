@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -35,7 +37,8 @@ type AgentKeys struct{ keys []AgentKey }
 
 // Caller is who a request on the agent listener authenticated as.
 type Caller struct {
-	Key    string // the key's name
+	Key    string // the key's name, for logs
+	ID     string // derived from the key's digest: unique per key, never the key
 	Tenant memory.Tenant
 }
 
@@ -49,6 +52,23 @@ func NewAgentKey(key string, t memory.Tenant) AgentKey {
 // NewAgentKeys returns the key set; with no keys it accepts every caller,
 // unconfined.
 func NewAgentKeys(keys []AgentKey) *AgentKeys { return &AgentKeys{keys: keys} }
+
+// CheckAgentKeys refuses a key listed twice (with one binding or two: which
+// would win is not the operator's choice to guess) and two keys of one
+// name (logs would not tell them apart).
+func CheckAgentKeys(keys []AgentKey) error {
+	digests, names := map[[sha256.Size]byte]bool{}, map[string]bool{}
+	for _, k := range keys {
+		if digests[k.digest] {
+			return fmt.Errorf("agent keys: key %s is configured twice", k.Name)
+		}
+		if names[k.Name] {
+			return fmt.Errorf("agent keys: two keys are named %q", k.Name)
+		}
+		digests[k.digest], names[k.Name] = true, true
+	}
+	return nil
+}
 
 // Enabled reports whether keys are required.
 func (k *AgentKeys) Enabled() bool { return k != nil && len(k.keys) > 0 }
@@ -77,7 +97,7 @@ func (k *AgentKeys) Verify(key string) (Caller, bool) {
 	if found < 0 {
 		return Caller{}, false
 	}
-	return Caller{Key: k.keys[found].Name, Tenant: k.keys[found].Tenant}, true
+	return Caller{Key: k.keys[found].Name, ID: hex.EncodeToString(k.keys[found].digest[:16]), Tenant: k.keys[found].Tenant}, true
 }
 
 // PresentedKey reads a key the way agent clients send one: the Mem0
@@ -164,8 +184,9 @@ func ParseAgentKeys(s string) ([]AgentKey, error) {
 }
 
 func (k *AgentKey) bind(name, id string) error {
-	if id == "" || len(id) > memory.MaxIDLen || strings.ContainsAny(id, ",;@\x00") {
-		return fmt.Errorf("%s binding needs an id of 1 to %d bytes without , ; @", name, memory.MaxIDLen)
+	if id != strings.TrimSpace(id) || id == "" || len(id) > memory.MaxIDLen || !utf8.ValidString(id) ||
+		strings.ContainsAny(id, ",;@") || strings.ContainsFunc(id, unicode.IsControl) {
+		return fmt.Errorf("%s binding needs an id of 1 to %d bytes of UTF-8 text without spaces around it, control characters, , ; or @", name, memory.MaxIDLen)
 	}
 	var dst *string
 	switch name {

@@ -7,6 +7,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -124,6 +125,24 @@ func TestTenantsSeeAndChangeOnlyTheirOwnRecords(t *testing.T) {
 	}
 	_, err = e.gov.Submit(as(bob), memory.Candidate{SubjectID: "x", Summary: "y", Scope: memory.Scope{UserID: "alice"}})
 	wantCode(t, err, memory.EFORBIDDEN)
+	// Slot ids can be computed, so the answer for alice's slot must be the
+	// answer for a slot nobody wrote: nothing tells bob which facts exist.
+	unwritten := memory.TenantSlotID(alice, "project-alpha", "salary")
+	for _, c := range []func(slot string) memory.Candidate{
+		func(slot string) memory.Candidate { return memory.Candidate{Op: memory.OpDelete, SlotID: slot} },
+		func(slot string) memory.Candidate { return memory.Candidate{SlotID: slot, Summary: "light"} },
+	} {
+		_, errTaken := e.gov.Submit(as(bob), c(aSlot))
+		_, errFree := e.gov.Submit(as(bob), c(unwritten))
+		if errTaken == nil || errFree == nil || strings.ReplaceAll(errTaken.Error(), aSlot, "ID") != strings.ReplaceAll(errFree.Error(), unwritten, "ID") {
+			t.Fatalf("bob tells alice's slot from an unwritten one: %v vs %v", errTaken, errFree)
+		}
+	}
+	_, errTaken := e.gov.History(as(bob), aSlot)
+	_, errFree := e.gov.History(as(bob), unwritten)
+	if strings.ReplaceAll(errTaken.Error(), aSlot, "ID") != strings.ReplaceAll(errFree.Error(), unwritten, "ID") {
+		t.Fatalf("History tells alice's slot from an unwritten one: %v vs %v", errTaken, errFree)
+	}
 
 	// Alice still has her memory, as it was; an unbound caller (admin,
 	// or a key without a binding) sees both.

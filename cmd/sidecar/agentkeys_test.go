@@ -41,6 +41,9 @@ func TestAgentKeysConfiguration(t *testing.T) {
 		{name: "file with a digest", listen: "127.0.0.1:7600", file: file, wantKeys: 1,
 			accepts: map[string]memory.Tenant{"abc123": {UserID: "carol"}}},
 		{name: "bad binding", env: map[string]string{"MEMGATE_AGENT_KEYS": "k@team=x"}, wantErr: "unknown binding"},
+		{name: "control character in a binding", env: map[string]string{"MEMGATE_AGENT_KEYS": "k@user=al\x1bice"}, wantErr: "control characters"},
+		{name: "a key twice", env: map[string]string{"MEMGATE_AGENT_KEYS": "k@user=alice", "MEMGATE_MEM0_API_KEYS": "k"}, wantErr: "configured twice"},
+		{name: "one key in the env and the file", env: map[string]string{"MEMGATE_AGENT_KEYS": "abc123"}, file: file, wantErr: "configured twice"},
 		{name: "binding without key", env: map[string]string{"MEMGATE_AGENT_KEYS": "@user=x"}, wantErr: "no key"},
 	}
 	for _, tt := range tests {

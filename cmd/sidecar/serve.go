@@ -115,6 +115,9 @@ func agentKeys(cfg serveConfig, getenv func(string) string, log *slog.Logger) (*
 		}
 		keys = append(keys, more...)
 	}
+	if err := proxy.CheckAgentKeys(keys); err != nil {
+		return nil, err
+	}
 	bound := 0
 	for _, k := range keys {
 		if k.Tenant.Bound() {

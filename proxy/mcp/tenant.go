@@ -29,7 +29,9 @@ func requireKey(h http.Handler, keys *proxy.AgentKeys) http.Handler {
 		if !ok {
 			return nil, fmt.Errorf("%w: missing or unknown agent key (send one of MEMGATE_AGENT_KEYS as \"Authorization: Bearer <key>\")", auth.ErrInvalidToken)
 		}
-		return &auth.TokenInfo{UserID: c.Key, Extra: map[string]any{tenantExtra: c.Tenant}}, nil
+		// UserID binds the session: the key's own id, not its (operator-
+		// chosen) name.
+		return &auth.TokenInfo{UserID: c.ID, Extra: map[string]any{tenantExtra: c.Tenant}}, nil
 	}
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
