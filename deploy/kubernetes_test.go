@@ -30,6 +30,9 @@ const (
 	baseDir        = "kubernetes/base"
 	sidecarName    = "memgate"
 	adminPort      = 7601
+	// components/markdown-guard: where memgate sees the agent's workspace.
+	guardDir        = "/workspace"
+	workspaceVolume = "agent-workspace"
 )
 
 // rendered is a kustomization built and decoded into Kubernetes API types.
@@ -303,6 +306,62 @@ func TestExampleOverlayAddsTheSidecar(t *testing.T) {
 		}
 	})
 
+	t.Run("Markdown guard on the agent's workspace", func(t *testing.T) {
+		// components/markdown-guard: memgate watches the agent's workspace
+		// volume, the one the agent writes MEMORY.md and memory/*.md in.
+		m, ok := mounts[guardDir]
+		if !ok {
+			t.Fatalf("memgate mounts nothing at %s", guardDir)
+		}
+		if m.Name != workspaceVolume || m.ReadOnly || m.SubPath != "" {
+			t.Fatalf("memgate mounts %s (readOnly %v, subPath %q) at %s, want the whole %s volume, writable: it undoes edits in the files",
+				m.Name, m.ReadOnly, m.SubPath, guardDir, workspaceVolume)
+		}
+		if got := env["MEMGATE_GUARD_DIR"]; got.Value != guardDir || got.ValueFrom != nil {
+			t.Fatalf("MEMGATE_GUARD_DIR = %+v, want %s", got, guardDir)
+		}
+		if _, ok := volumes[workspaceVolume]; !ok {
+			t.Fatalf("the pod has no %s volume", workspaceVolume)
+		}
+		if strings.HasPrefix(env["MEMGATE_DATA_DIR"].Value+"/", guardDir+"/") {
+			t.Fatalf("memgate's data directory %s is inside the agent's workspace", env["MEMGATE_DATA_DIR"].Value)
+		}
+		agent, data := &pod.Containers[0], mounts[env["MEMGATE_DATA_DIR"].Value].Name
+		var am *corev1.VolumeMount
+		for i, v := range agent.VolumeMounts {
+			if v.Name == workspaceVolume {
+				am = &agent.VolumeMounts[i]
+			}
+			if v.Name == data {
+				t.Errorf("the agent mounts memgate's data volume %s", v.Name)
+			}
+		}
+		if am == nil || am.ReadOnly || am.SubPath != m.SubPath {
+			t.Fatalf("the agent container does not mount the %s volume memgate watches, writable and whole: %+v", workspaceVolume, agent.VolumeMounts)
+		}
+		agentEnv := map[string]string{}
+		for _, e := range agent.Env {
+			agentEnv[e.Name] = e.Value
+		}
+		// OpenClaw resolves its workspace from OPENCLAW_WORKSPACE_DIR, else
+		// ~/.openclaw/workspace (its image's HOME is /home/node).
+		if ws := agentEnv["OPENCLAW_WORKSPACE_DIR"]; am.MountPath != ws || ws != "/home/node/.openclaw/workspace" {
+			t.Errorf("the agent mounts the workspace at %s and OpenClaw uses %q: they must be the same directory", am.MountPath, ws)
+		}
+		// memgate undoes an edit by renaming a rewritten copy over the file,
+		// which then belongs to memgate's uid; OpenClaw's tools write files
+		// in place, so the agent could no longer write a file another uid
+		// owns (mode 0644), nor memgate write in a directory the agent made.
+		// Running as the agent's uid, memgate keeps both working.
+		mu, au := effectiveUID(pod, mg), effectiveUID(pod, agent)
+		if mu == nil || au == nil || *mu != *au {
+			t.Errorf("memgate runs as uid %v and the agent as %v: the guard needs the same uid", deref(mu), deref(au))
+		}
+		if mg.SecurityContext == nil || mg.SecurityContext.RunAsGroup == nil || pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil || *mg.SecurityContext.RunAsGroup != *pod.SecurityContext.FSGroup {
+			t.Error("memgate's group must stay the pod's fsGroup, or its data volume is not writable")
+		}
+	})
+
 	t.Run("resources sized from DESIGN §7", func(t *testing.T) {
 		req, lim := mg.Resources.Requests, mg.Resources.Limits
 		idle, loaded := resource.MustParse("40M"), resource.MustParse("150M")
@@ -370,6 +429,25 @@ func TestExampleOverlayAddsTheSidecar(t *testing.T) {
 			t.Fatalf("jobLabel %q gives job %q, want memgate", sm.Spec.JobLabel, job)
 		}
 	})
+}
+
+// effectiveUID is the uid a container runs as: its own runAsUser, else
+// the pod's (nil if neither sets one: the image decides).
+func effectiveUID(pod *corev1.PodSpec, c *corev1.Container) *int64 {
+	if c.SecurityContext != nil && c.SecurityContext.RunAsUser != nil {
+		return c.SecurityContext.RunAsUser
+	}
+	if pod.SecurityContext != nil {
+		return pod.SecurityContext.RunAsUser
+	}
+	return nil
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return "unset"
+	}
+	return *p
 }
 
 // resolvePort returns the container port a probe or Service port names.

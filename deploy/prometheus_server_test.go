@@ -121,7 +121,8 @@ type sidecar struct {
 // startSidecar builds cmd/sidecar and runs it the way the kubelet would run
 // the rendered container: its env and envFrom, the policy ConfigMap's files
 // in the policy directory, the admin token from the "Secret". Only the
-// addresses (loopback, free ports) and the data directory differ.
+// addresses (loopback, free ports), the data directory and the guarded
+// workspace (an empty directory standing in for the agent's volume) differ.
 func startSidecar(t *testing.T) *sidecar {
 	t.Helper()
 	bin := buildSidecar(t)
@@ -170,6 +171,13 @@ func startSidecar(t *testing.T) *sidecar {
 	}
 	env["MEMGATE_LISTEN"], env["MEMGATE_ADMIN_LISTEN"] = agentAddr, adminAddr
 	env["MEMGATE_DATA_DIR"], env["MEMGATE_POLICY_DIR"] = filepath.Join(dir, "data"), policyDir
+	if env["MEMGATE_GUARD_DIR"] != "" {
+		workspace := filepath.Join(dir, "workspace")
+		if err := os.MkdirAll(workspace, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		env["MEMGATE_GUARD_DIR"] = workspace
+	}
 
 	cmd := exec.Command(bin)
 	for _, kv := range os.Environ() {

@@ -169,6 +169,26 @@ type SubmitResult struct {
 // Errors: EINVALID for bad input, ENOTFOUND for an unknown slot or a delete
 // of nothing, EINTERNAL for storage failures (then nothing was written).
 func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, error) {
+	return g.submit(ctx, c, false)
+}
+
+// RuleBaselineAdopted names the reason Adopt adds to a decision it applied
+// although policy would have parked it.
+const RuleBaselineAdopted = "baseline_adopted"
+
+// Adopt is Submit for content that was already in force before memgate
+// governed it: the lines of a Markdown memory file when memgate first
+// guards it. A candidate for an empty slot (no active, no pending
+// version) applies even where policy would park it, with policy's risk and
+// categories kept and a baseline_adopted reason added, since parking what
+// the agent already reads would change nothing it acts on. Rejections
+// stand (a secret is never stored), and a slot that holds anything is
+// governed as by Submit.
+func (g *Governor) Adopt(ctx context.Context, c Candidate) (*SubmitResult, error) {
+	return g.submit(ctx, c, true)
+}
+
+func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*SubmitResult, error) {
 	if err := c.Normalize(); err != nil {
 		return nil, err
 	}
@@ -214,6 +234,11 @@ func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, erro
 			in.Pending = []*Record{}
 		}
 		dec := withSecrets(g.classify(ctx, in), findings)
+		if adopt && dec.Action == ActionReview && st.Active() == nil && len(st.Pending) == 0 {
+			dec.Action = ActionApply
+			dec.Reasons = append(slices.Clone(dec.Reasons), Reason{Rule: RuleBaselineAdopted,
+				Message: "adopted as the baseline: it was in force before memgate governed it"})
+		}
 		eff, outcome, err := Submit(st, rec, dec, now)
 		if err != nil {
 			return err

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/memgate/memgate/guard"
 	memjudge "github.com/memgate/memgate/judge"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
@@ -64,6 +65,20 @@ type serveConfig struct {
 	mcpMaxSessions     int
 	mcpMaxStreams      int
 	mcpSessionTimeout  time.Duration
+	guardDirs          listFlag
+	guardGlobs         listFlag
+	guardSubject       string
+}
+
+// listFlag is a repeatable flag; each value may also be comma-separated,
+// which is how MEMGATE_<NAME> sets it.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, commaList(v)...)
+	return nil
 }
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
@@ -92,6 +107,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.IntVar(&c.mcpMaxSessions, "mcp-max-sessions", memgatemcp.DefaultMaxSessions, "most open MCP sessions (about 15 KB each); past it a new session is refused with 503")
 	fs.IntVar(&c.mcpMaxStreams, "mcp-max-streams", memgatemcp.DefaultMaxStreams, "most MCP responses open at once, event streams (at most half) and calls in flight; past it 429")
 	fs.DurationVar(&c.mcpSessionTimeout, "mcp-session-timeout", memgatemcp.DefaultSessionTimeout, "close an MCP session no request has used this long")
+	fs.Var(&c.guardDirs, "guard-dir", "a workspace whose Markdown memory files memgate governs (repeatable, or comma-separated)")
+	fs.Var(&c.guardGlobs, "guard-glob", "files under each --guard-dir to govern (repeatable; default MEMORY.md, memory/**/*.md, USER.md, CLAUDE.md, AGENTS.md)")
+	fs.StringVar(&c.guardSubject, "guard-subject", "", "subject of the guarded files' entries (default: the workspace directory's name)")
 	c.slack.RegisterFlags(fs)
 }
 
@@ -317,6 +335,27 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	errc := make(chan error, 2)
 	for i, ln := range []net.Listener{agentLn, adminLn} {
 		go func() { errc <- servers[i].Serve(ln) }()
+	}
+	if len(cfg.guardDirs) > 0 {
+		gm, err := guard.NewMetrics(reg)
+		if err != nil {
+			return err
+		}
+		gd, err := guard.New(guard.Options{Gov: gov, KV: st, Dirs: cfg.guardDirs, Globs: cfg.guardGlobs,
+			Subject: cfg.guardSubject, Logger: log, Metrics: gm})
+		if err != nil {
+			return err
+		}
+		if err := gd.Start(ctx); err != nil {
+			return err
+		}
+		defer func() { // before the store closes
+			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := gd.Stop(c); err != nil {
+				log.Warn("stopping the Markdown guard", "err", err)
+			}
+		}()
 	}
 	ready.Store(true)
 	log.Info("memgate ready", "agent", agentLn.Addr().String(), "admin", adminLn.Addr().String(),

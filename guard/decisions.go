@@ -1,0 +1,245 @@
+package guard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// followDecisions applies to the files what was decided elsewhere: a
+// parked change approved is written back, one rejected is forgotten, and
+// a rollback, restore, quarantine or another dialect's write to an entry's
+// slot puts the slot's active version in the file. Called with g.mu held.
+func (g *Guard) followDecisions(ctx context.Context) {
+	for p := range g.files {
+		if err := g.followParked(ctx, p); err != nil {
+			g.met.onError()
+			g.log.Error("applying review decisions to a guarded file", "file", p, "err", err)
+		}
+	}
+	slots := map[string]bool{}
+	for {
+		page, err := g.o.Gov.EventsPage(ctx, g.cursor, 1000, 0)
+		if err != nil {
+			g.log.Error("reading the audit log", "err", err)
+			return
+		}
+		for _, ev := range page.Events {
+			g.cursor = ev.ID
+			switch ev.Type {
+			case memory.EventApplied, memory.EventRolledBack, memory.EventRestored, memory.EventSuperseded:
+				if _, ok := g.slots[ev.SlotID]; ok && (ev.Actor == nil || ev.Actor.Dialect != Dialect) {
+					slots[ev.SlotID] = true
+				}
+			case memory.EventApproved:
+				// Approvals are applied from the parked list; an approval
+				// in a slot the file shows differently is a change too.
+				if _, ok := g.slots[ev.SlotID]; ok {
+					slots[ev.SlotID] = true
+				}
+			}
+		}
+		if page.Next == "" || len(page.Events) == 0 {
+			break
+		}
+	}
+	for s := range slots {
+		if err := g.reconcile(ctx, s); err != nil {
+			g.met.onError()
+			g.log.Error("putting a slot's active version in its file", "slot", s, "err", err)
+		}
+	}
+}
+
+// followParked applies the decisions taken on a file's parked changes.
+func (g *Guard) followParked(ctx context.Context, p string) error {
+	st, err := loadState(ctx, g.o.KV, p)
+	if err != nil || st == nil || len(st.Parked) == 0 {
+		return err
+	}
+	var keep []parkedEntry
+	decided := false
+	for _, pe := range st.Parked {
+		rec, err := g.o.Gov.Get(ctx, pe.Record)
+		if err != nil && memory.ErrorCode(err) != memory.ENOTFOUND {
+			return err
+		}
+		switch {
+		case err == nil && rec.Status == memory.StatusPending:
+			keep = append(keep, pe)
+			continue
+		case err == nil && (rec.Status == memory.StatusActive || rec.Status == memory.StatusDeleted) && rec.Review != nil:
+			if err := g.writeBack(ctx, st, pe, rec); err != nil {
+				return err
+			}
+			g.met.onWriteBack()
+		}
+		decided = true // rejected, or gone: the file already lacks it
+	}
+	if !decided {
+		return nil
+	}
+	st, err = loadState(ctx, g.o.KV, p) // writeBack saved it
+	if err != nil || st == nil {
+		return err
+	}
+	st.Parked = slices.DeleteFunc(st.Parked, func(pe parkedEntry) bool {
+		return !slices.ContainsFunc(keep, func(k parkedEntry) bool { return k.Record == pe.Record })
+	})
+	return saveState(ctx, g.o.KV, st)
+}
+
+// writeBack puts an approved change in the file: the entry back where it
+// was (under its heading, after the entry it followed; at the end of its
+// section if that entry moved), the changed text in place of the old one,
+// or the entry removed.
+func (g *Guard) writeBack(ctx context.Context, st *fileState, pe parkedEntry, rec *memory.Record) error {
+	assign := map[string]entryState{}
+	var fn func([]byte) []byte
+	switch pe.Kind {
+	case Added:
+		assign[pe.Text] = entryState{Slot: rec.SlotID, Record: rec.ID}
+		fn = func(c []byte) []byte { return Insert(c, pe.Heading, pe.After, pe.Text) }
+	case Changed:
+		assign[pe.Text] = entryState{Slot: rec.SlotID, Record: rec.ID}
+		fn = func(c []byte) []byte {
+			if out, ok := Replace(c, pe.OldText, pe.Text); ok {
+				return out
+			}
+			return Insert(c, pe.Heading, pe.After, pe.Text)
+		}
+	case Removed:
+		fn = func(c []byte) []byte {
+			out, _ := Remove(c, pe.OldText)
+			return out
+		}
+	default:
+		return nil
+	}
+	return g.edit(ctx, st, fn, assign)
+}
+
+// reconcile makes the file show a slot's active version: its Markdown in
+// place of the entry, or no entry when the slot has no active version.
+func (g *Guard) reconcile(ctx context.Context, slot string) error {
+	p := g.slots[slot]
+	st, err := loadState(ctx, g.o.KV, p)
+	if err != nil || st == nil {
+		return err
+	}
+	active, err := g.o.Gov.Get(ctx, slot)
+	if memory.ErrorCode(err) == memory.ENOTFOUND {
+		active, err = nil, nil
+	} else if err == nil && active.Status != memory.StatusActive {
+		active = nil
+	}
+	if err != nil {
+		return err
+	}
+	entries := Parse([]byte(st.Content))
+	for i, e := range entries {
+		if i >= len(st.Entries) || st.Entries[i].Slot != slot {
+			continue
+		}
+		if active != nil && st.Entries[i].Record == active.ID {
+			return nil
+		}
+		old := e.Text
+		if active == nil {
+			return g.edit(ctx, st, func(c []byte) []byte {
+				out, _ := Remove(c, old)
+				return out
+			}, nil)
+		}
+		text := markdownOf(active)
+		return g.edit(ctx, st, func(c []byte) []byte {
+			out, _ := Replace(c, old, text)
+			return out
+		}, map[string]entryState{text: {Slot: slot, Record: active.ID}})
+	}
+	// The slot shows no entry (it was removed): a restored version comes back.
+	if active != nil {
+		text := markdownOf(active)
+		var heading []string
+		switch h := active.Metadata["headingPath"].(type) {
+		case []string:
+			heading = h
+		case []any:
+			for _, x := range h {
+				if s, ok := x.(string); ok {
+					heading = append(heading, s)
+				}
+			}
+		}
+		return g.edit(ctx, st, func(c []byte) []byte { return Insert(c, heading, "", text) },
+			map[string]entryState{text: {Slot: slot, Record: active.ID}})
+	}
+	return nil
+}
+
+// markdownOf is the file text of a record: the Markdown the guard kept in
+// its metadata, or a list item of its summary for one another dialect
+// wrote.
+func markdownOf(r *memory.Record) string {
+	if m, ok := r.Metadata["markdown"].(string); ok && m != "" {
+		return m
+	}
+	return "- " + r.Summary
+}
+
+// edit changes what memgate accepted of a file and the file itself alike:
+// fn is applied to the accepted content, and to the file (if the agent has
+// edited it since, to its edits too, which are judged next). assign gives
+// the slots of the texts the edit puts in.
+func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte, assign map[string]entryState) error {
+	placed := map[string][]entryState{}
+	for text, e := range assign {
+		placed[text] = []entryState{e}
+	}
+	for i, e := range Parse([]byte(st.Content)) {
+		if i < len(st.Entries) {
+			placed[e.Text] = append(placed[e.Text], st.Entries[i])
+		}
+	}
+	file, err := os.ReadFile(st.Path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	accepted := []byte(st.Content)
+	next := fn(accepted)
+	nextFile := next
+	if !bytes.Equal(file, accepted) {
+		nextFile = fn(file)
+	}
+	st.Content, st.Entries = string(next), slotsOf(Parse(next), placed)
+	if err := saveState(ctx, g.o.KV, st); err != nil {
+		return err
+	}
+	g.addSlots(st)
+	if bytes.Equal(nextFile, file) {
+		return nil
+	}
+	return g.rewrite(st.Path, file, nextFile, exists)
+}
+
+// reconcileAll puts every guarded entry's active version in its file: what
+// was decided while memgate was down.
+func (g *Guard) reconcileAll(ctx context.Context) error {
+	for p := range g.files {
+		if err := g.followParked(ctx, p); err != nil {
+			return err
+		}
+	}
+	for s := range g.slots {
+		if err := g.reconcile(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,414 @@
+// Package guard governs Markdown memory files (OpenClaw's MEMORY.md and
+// memory/*.md, USER.md, CLAUDE.md, AGENTS.md) from beside the agent: it
+// watches them, turns each added, changed or removed entry into a write for
+// the one governor, keeps low-risk edits, undoes high-risk ones in the file
+// (byte for byte, other edits kept) while a reviewer decides, and writes
+// approved entries back. The file stays the agent's: memgate rewrites it
+// only to undo a change it parked or refused, or to apply a decision.
+//
+// Each entry of a file is a record whose slot the guard remembers (state.go);
+// the file's text is the entry's raw Markdown, kept in the record's metadata
+// so that a rollback can put the very bytes back.
+package guard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/oklog/ulid/v2"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Dialect is the actor dialect of the guard's writes.
+const Dialect = "markdown"
+
+// DefaultGlobs are the memory files of OpenClaw, Claude Code and Codex,
+// relative to a guarded directory.
+var DefaultGlobs = []string{"MEMORY.md", "memory/**/*.md", "USER.md", "CLAUDE.md", "AGENTS.md"}
+
+// Options configure a Guard. Gov, KV and Dirs are required.
+type Options struct {
+	Gov  *memory.Governor
+	KV   KV
+	Dirs []string
+	// Globs select the files under each directory (default DefaultGlobs);
+	// "**" matches any number of directories.
+	Globs []string
+	// Subject is the subject of every entry (default: the base name of its
+	// directory, the workspace's name).
+	Subject string
+	Logger  *slog.Logger
+	Metrics *Metrics
+	// Debounce is how long a file must be quiet before it is judged
+	// (default 50ms): tools write in bursts.
+	Debounce time.Duration
+	// Poll is how often decisions (approvals, rejections, rollbacks) are
+	// looked for and files rescanned as a backstop to fsnotify (default
+	// 500ms for decisions; files every 60 polls).
+	Poll time.Duration
+}
+
+// Guard watches the files. Start it once; Stop ends it.
+type Guard struct {
+	o   Options
+	log *slog.Logger
+	met *Metrics
+
+	mu     sync.Mutex        // serialises judging: one file change or decision at a time
+	slots  map[string]string // slot id -> file path, for the files' entries
+	files  map[string]bool   // guarded files memgate has state for
+	cursor string            // audit log position for rollbacks and restores
+
+	ready  chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New returns a Guard; nothing runs until Start.
+func New(o Options) (*Guard, error) {
+	if o.Gov == nil || o.KV == nil || len(o.Dirs) == 0 {
+		return nil, errors.New("guard: Gov, KV and at least one directory are required")
+	}
+	if len(o.Globs) == 0 {
+		o.Globs = DefaultGlobs
+	}
+	for _, gl := range o.Globs {
+		if _, err := path.Match(strings.ReplaceAll(gl, "**", "x"), ""); err != nil {
+			return nil, fmt.Errorf("guard: glob %q: %w", gl, err)
+		}
+	}
+	for i, d := range o.Dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, fmt.Errorf("guard: %s: %w", d, err)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("guard: directory %s: %w", d, err)
+		}
+		if !fi.IsDir() {
+			return nil, fmt.Errorf("guard: %s is not a directory", d)
+		}
+		o.Dirs[i] = abs
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = 50 * time.Millisecond
+	}
+	if o.Poll <= 0 {
+		o.Poll = 500 * time.Millisecond
+	}
+	return &Guard{o: o, log: o.Logger.With("component", "guard"), met: o.Metrics,
+		slots: map[string]string{}, files: map[string]bool{}, ready: make(chan struct{})}, nil
+}
+
+// Start judges what changed while memgate was not watching (a file seen
+// for the first time is adopted as the baseline), then watches.
+func (g *Guard) Start(ctx context.Context) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("guard: %w", err)
+	}
+	// Decisions taken from now on are followed in the audit log; those
+	// taken before are caught by the reconciliation below.
+	g.cursor = ulid.MustNew(ulid.Timestamp(time.Now().Add(-time.Second)), zeroEntropy{}).String()
+	for _, dir := range g.o.Dirs {
+		if err := g.watchTree(w, dir); err != nil {
+			w.Close()
+			return err
+		}
+	}
+	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	g.done = make(chan struct{})
+	go func() {
+		// The first pass judges every file (a workspace of many files takes
+		// a while), then the watch takes over; events that came meanwhile
+		// are queued in the watcher.
+		g.mu.Lock()
+		start := time.Now()
+		err := g.loadFiles(ctx)
+		if err == nil {
+			err = g.scanAll(ctx, start)
+		}
+		if err == nil {
+			err = g.reconcileAll(ctx)
+		}
+		n := len(g.files)
+		g.mu.Unlock()
+		if err != nil {
+			g.log.Error("judging guarded files at start; the periodic rescan tries again", "err", err)
+		}
+		g.log.Info("guarding Markdown memory", "dirs", g.o.Dirs, "globs", g.o.Globs, "files", n,
+			"took", time.Since(start).Round(time.Millisecond).String())
+		close(g.ready)
+		g.run(ctx, w)
+	}()
+	return nil
+}
+
+// Ready is closed once the files have been judged at start.
+func (g *Guard) Ready() <-chan struct{} { return g.ready }
+
+// Stop ends the watch and waits for the judging in progress.
+func (g *Guard) Stop(ctx context.Context) error {
+	if g.cancel == nil {
+		return nil
+	}
+	g.cancel()
+	select {
+	case <-g.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// watchTree watches dir and every directory below it (fsnotify is not
+// recursive); directories created later are added as they appear.
+func (g *Guard) watchTree(w *fsnotify.Watcher, dir string) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // vanished or unreadable: skip it
+		}
+		if d.IsDir() {
+			if p != dir && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir // .git and the like
+			}
+			if err := w.Add(p); err != nil {
+				return fmt.Errorf("guard: watch %s: %w", p, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (g *Guard) run(ctx context.Context, w *fsnotify.Watcher) {
+	defer close(g.done)
+	defer w.Close()
+	due := map[string]time.Time{} // path -> when its first unjudged event came
+	var quiet <-chan time.Time
+	tick := time.NewTicker(g.o.Poll)
+	defer tick.Stop()
+	polls := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if ev.Has(fsnotify.Create) {
+				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+					if err := g.watchTree(w, ev.Name); err != nil {
+						g.log.Warn("watching a new directory", "dir", ev.Name, "err", err)
+					}
+					// Files may have landed in it before the watch began.
+					g.mu.Lock()
+					g.scanDir(ctx, ev.Name, time.Now())
+					g.mu.Unlock()
+					continue
+				}
+			}
+			if _, ok := g.match(ev.Name); !ok {
+				continue
+			}
+			if _, ok := due[ev.Name]; !ok {
+				due[ev.Name] = time.Now()
+			}
+			quiet = time.After(g.o.Debounce)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			g.log.Warn("file watch", "err", err) // an overflow: the periodic rescan catches up
+		case <-quiet:
+			g.mu.Lock()
+			for p, since := range due {
+				g.judge(ctx, p, since)
+			}
+			g.mu.Unlock()
+			clear(due)
+		case <-tick.C:
+			polls++
+			g.mu.Lock()
+			g.followDecisions(ctx)
+			if polls%60 == 0 {
+				if err := g.scanAll(ctx, time.Now()); err != nil {
+					g.log.Warn("rescanning guarded files", "err", err)
+				}
+			}
+			g.mu.Unlock()
+		}
+	}
+}
+
+// match reports whether p is a guarded file, and its path relative to its
+// directory.
+func (g *Guard) match(p string) (string, bool) {
+	for _, dir := range g.o.Dirs {
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		rel = filepath.ToSlash(rel)
+		for _, gl := range g.o.Globs {
+			if globMatch(gl, rel) {
+				return rel, true
+			}
+		}
+	}
+	return "", false
+}
+
+// globMatch is path.Match with "**" standing for any number of path
+// segments.
+func globMatch(pattern, name string) bool {
+	ps, ns := strings.Split(pattern, "/"), strings.Split(name, "/")
+	var m func(i, j int) bool
+	m = func(i, j int) bool {
+		if i == len(ps) {
+			return j == len(ns)
+		}
+		if ps[i] == "**" {
+			for k := j; k <= len(ns); k++ {
+				if m(i+1, k) {
+					return true
+				}
+			}
+			return false
+		}
+		if j == len(ns) {
+			return false
+		}
+		ok, err := path.Match(ps[i], ns[j])
+		return err == nil && ok && m(i+1, j+1)
+	}
+	return m(0, 0)
+}
+
+func (g *Guard) scanAll(ctx context.Context, now time.Time) error {
+	for _, dir := range g.o.Dirs {
+		g.scanDir(ctx, dir, now)
+	}
+	// Files memgate knows that are gone are judged too (every entry removed).
+	for p := range g.files {
+		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+			g.judge(ctx, p, now)
+		}
+	}
+	return ctx.Err()
+}
+
+func (g *Guard) scanDir(ctx context.Context, dir string, now time.Time) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || ctx.Err() != nil {
+			return nil
+		}
+		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if _, ok := g.match(p); ok && d.Type().IsRegular() {
+			g.judge(ctx, p, now)
+		}
+		return nil
+	})
+}
+
+// subject is the subject of a file's entries.
+func (g *Guard) subject(p string) string {
+	if g.o.Subject != "" {
+		return g.o.Subject
+	}
+	for _, dir := range g.o.Dirs {
+		if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return filepath.Base(dir)
+		}
+	}
+	return "workspace"
+}
+
+func (g *Guard) rel(p string) string {
+	if r, ok := g.match(p); ok {
+		return r
+	}
+	return filepath.Base(p)
+}
+
+// zeroEntropy makes the smallest ULID of a millisecond: a cursor before
+// every event of that time.
+type zeroEntropy struct{}
+
+func (zeroEntropy) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// loadFiles learns the files memgate has state for, and their slots.
+func (g *Guard) loadFiles(ctx context.Context) error {
+	paths, err := loadIndex(ctx, g.o.KV)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		st, err := loadState(ctx, g.o.KV, p)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			g.addSlots(st)
+		}
+	}
+	return nil
+}
+
+// remember adds a file to the index of files with state.
+func (g *Guard) remember(ctx context.Context, p string) error {
+	if g.files[p] {
+		return nil
+	}
+	g.files[p] = true
+	paths := make([]string, 0, len(g.files))
+	for f := range g.files {
+		paths = append(paths, f)
+	}
+	slices.Sort(paths)
+	return saveIndex(ctx, g.o.KV, paths)
+}
+
+// addSlots indexes the entries of a state by slot.
+func (g *Guard) addSlots(st *fileState) {
+	for _, e := range st.Entries {
+		if e.Slot != "" {
+			g.slots[e.Slot] = st.Path
+		}
+	}
+	for _, p := range st.Parked {
+		if p.Slot != "" {
+			g.slots[p.Slot] = st.Path
+		}
+	}
+	g.files[st.Path] = true
+}
+
+// headingText names a heading path for a reviewer.
+func headingText(h []string) string {
+	if len(h) == 0 {
+		return "(top of the file)"
+	}
+	return strings.Join(h, " > ")
+}
