@@ -16,7 +16,7 @@ import (
 // a rollback, restore, quarantine or another dialect's write to an entry's
 // slot puts the slot's active version in the file. Called with g.mu held.
 func (g *Guard) followDecisions(ctx context.Context) {
-	for p := range g.files {
+	for p := range g.parked {
 		if err := g.followParked(ctx, p); err != nil {
 			g.met.onError()
 			g.log.Error("applying review decisions to a guarded file", "file", p, "err", err)
@@ -59,8 +59,12 @@ func (g *Guard) followDecisions(ctx context.Context) {
 // followParked applies the decisions taken on a file's parked changes.
 func (g *Guard) followParked(ctx context.Context, p string) error {
 	st, err := loadState(ctx, g.o.KV, p)
-	if err != nil || st == nil || len(st.Parked) == 0 {
+	if err != nil || st == nil {
 		return err
+	}
+	if len(st.Parked) == 0 {
+		delete(g.parked, p)
+		return nil
 	}
 	var keep []parkedEntry
 	decided := false
@@ -91,6 +95,9 @@ func (g *Guard) followParked(ctx context.Context, p string) error {
 	st.Parked = slices.DeleteFunc(st.Parked, func(pe parkedEntry) bool {
 		return !slices.ContainsFunc(keep, func(k parkedEntry) bool { return k.Record == pe.Record })
 	})
+	if len(st.Parked) == 0 {
+		delete(g.parked, p)
+	}
 	return saveState(ctx, g.o.KV, st)
 }
 
@@ -231,7 +238,7 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 // reconcileAll puts every guarded entry's active version in its file: what
 // was decided while memgate was down.
 func (g *Guard) reconcileAll(ctx context.Context) error {
-	for p := range g.files {
+	for p := range g.parked {
 		if err := g.followParked(ctx, p); err != nil {
 			return err
 		}

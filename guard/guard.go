@@ -69,6 +69,7 @@ type Guard struct {
 	mu     sync.Mutex        // serialises judging: one file change or decision at a time
 	slots  map[string]string // slot id -> file path, for the files' entries
 	files  map[string]bool   // guarded files memgate has state for
+	parked map[string]bool   // files with changes waiting for review
 	cursor string            // audit log position for rollbacks and restores
 
 	ready  chan struct{}
@@ -113,7 +114,7 @@ func New(o Options) (*Guard, error) {
 		o.Poll = 500 * time.Millisecond
 	}
 	return &Guard{o: o, log: o.Logger.With("component", "guard"), met: o.Metrics,
-		slots: map[string]string{}, files: map[string]bool{}, ready: make(chan struct{})}, nil
+		slots: map[string]string{}, files: map[string]bool{}, parked: map[string]bool{}, ready: make(chan struct{})}, nil
 }
 
 // Start judges what changed while memgate was not watching (a file seen
@@ -322,6 +323,12 @@ func (g *Guard) scanDir(ctx context.Context, dir string, now time.Time) {
 		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
 		}
+		if isOwnTemp(d.Name()) && d.Type().IsRegular() {
+			// Left by a rewrite a crash cut short: the rename never
+			// happened, so the file it was for is as it was.
+			_ = os.Remove(p)
+			return nil
+		}
 		if _, ok := g.match(p); ok && d.Type().IsRegular() {
 			g.judge(ctx, p, now)
 		}
@@ -403,6 +410,9 @@ func (g *Guard) addSlots(st *fileState) {
 		}
 	}
 	g.files[st.Path] = true
+	if len(st.Parked) > 0 {
+		g.parked[st.Path] = true
+	}
 }
 
 // headingText names a heading path for a reviewer.
@@ -411,4 +421,10 @@ func headingText(h []string) string {
 		return "(top of the file)"
 	}
 	return strings.Join(h, " > ")
+}
+
+// isOwnTemp reports whether a file name is one of the guard's temporary
+// files (rewrite).
+func isOwnTemp(name string) bool {
+	return strings.HasPrefix(name, ".memgate-") && strings.HasSuffix(name, ".tmp")
 }

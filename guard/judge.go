@@ -235,8 +235,12 @@ func (g *Guard) submit(ctx context.Context, cand memory.Candidate, c Change, pen
 	// A crash between parking and saving the state leaves the change in
 	// the file with its record already pending: find that record instead
 	// of parking the change twice.
+	op := cand.Op
+	if op == "" {
+		op = memory.OpWrite // as Normalize sets it
+	}
 	for _, r := range pending {
-		if r.Op == cand.Op && r.Summary == cand.Summary && (cand.SlotID == "" || r.SlotID == cand.SlotID) {
+		if r.Op == op && r.Summary == cand.Summary && (cand.SlotID == "" || r.SlotID == cand.SlotID) {
 			return &memory.SubmitResult{Outcome: memory.OutcomeParked, Record: r}, nil
 		}
 	}
@@ -257,17 +261,16 @@ func (g *Guard) submit(ctx context.Context, cand memory.Candidate, c Change, pen
 // pendingOf returns the pending records of the guard's writes to a file, by
 // id.
 func (g *Guard) pendingOf(ctx context.Context, p string) (map[string]*memory.Record, error) {
-	items, err := g.o.Gov.Reviews(ctx)
+	agent := "markdown:" + g.rel(p)
+	recs, err := g.o.Gov.Pending(ctx, func(r *memory.Record) bool {
+		return r.Actor.Dialect == Dialect && r.Actor.AgentID == agent
+	})
 	if err != nil {
 		return nil, err
 	}
-	rel := g.rel(p)
-	out := map[string]*memory.Record{}
-	for _, it := range items {
-		r := it.Record
-		if r.Actor.Dialect == Dialect && r.Actor.AgentID == "markdown:"+rel {
-			out[r.ID] = r
-		}
+	out := make(map[string]*memory.Record, len(recs))
+	for _, r := range recs {
+		out[r.ID] = r
 	}
 	return out, nil
 }

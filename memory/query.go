@@ -401,6 +401,23 @@ func (g *Governor) Reviews(ctx context.Context) ([]*ReviewItem, error) {
 	return out, err
 }
 
+// Pending returns the parked records that keep passes, oldest first,
+// without what Reviews adds to each (the slot's active version, the
+// conflicting writes): a caller that only looks for its own writes reads
+// the queue once.
+func (g *Governor) Pending(ctx context.Context, keep func(*Record) bool) ([]*Record, error) {
+	var out []*Record
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		return tx.ScanPending(func(r *Record) bool {
+			if keep(r) {
+				out = append(out, r)
+			}
+			return true
+		})
+	})
+	return out, err
+}
+
 // Review returns one parked write as a review item. Errors: ENOTFOUND.
 func (g *Governor) Review(ctx context.Context, id string) (*ReviewItem, error) {
 	var out *ReviewItem
