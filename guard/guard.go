@@ -72,6 +72,7 @@ type Guard struct {
 	parked map[string]bool   // files with changes waiting for review
 	cursor string            // audit log position for rollbacks and restores
 
+	runID  string // the run id of this guard's writes
 	ready  chan struct{}
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -114,7 +115,8 @@ func New(o Options) (*Guard, error) {
 		o.Poll = 500 * time.Millisecond
 	}
 	return &Guard{o: o, log: o.Logger.With("component", "guard"), met: o.Metrics,
-		slots: map[string]string{}, files: map[string]bool{}, parked: map[string]bool{}, ready: make(chan struct{})}, nil
+		slots: map[string]string{}, files: map[string]bool{}, parked: map[string]bool{}, ready: make(chan struct{}),
+		runID: "markdown-" + ulid.Make().String()}, nil
 }
 
 // Start judges what changed while memgate was not watching (a file seen
@@ -160,6 +162,13 @@ func (g *Guard) Start(ctx context.Context) error {
 	}()
 	return nil
 }
+
+// BaselineRun is the run id of the entries adopted as a file's baseline.
+const BaselineRun = "markdown-baseline"
+
+// RunID is the run id of the changes this guard judges (one per process):
+// quarantining it undoes, in the files too, what they made active.
+func (g *Guard) RunID() string { return g.runID }
 
 // Ready is closed once the files have been judged at start.
 func (g *Guard) Ready() <-chan struct{} { return g.ready }

@@ -476,3 +476,27 @@ func TestCrashAfterParkingDoesNotParkTwice(t *testing.T) {
 	}
 	e.waitFile("MEMORY.md", memoryMD+rule+"\n")
 }
+
+// Quarantining a run of the guard undoes in the file what it made active:
+// each entry's replaced text comes back, a new entry goes.
+func TestQuarantineWorksOnFiles(t *testing.T) {
+	e := newEnv(t)
+	e.write("USER.md", "# USER.md\n\n- Alice prefers green tea.\n")
+	e.startGuard()
+	e.write("USER.md", "# USER.md\n\n- Alice prefers black tea.\n- Alice has two cats.\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for e.active("two cats") == nil || e.active("black tea") == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the edits never became active (file %q, %d pending)", e.read("USER.md"), len(e.pending()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, err := e.gov.Quarantine(e.ctx, "run", e.g.RunID(), "the agent was confused", "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.RolledBack) == 0 {
+		t.Fatalf("quarantine rolled back nothing: %+v", res)
+	}
+	e.waitFile("USER.md", "# USER.md\n\n- Alice prefers green tea.\n")
+}

@@ -169,7 +169,9 @@ func (g *Guard) adopt(ctx context.Context, p string, content []byte) error {
 	var undo []Change
 	for i := range now {
 		c := Change{Kind: Added, New: &now[i]}
-		res, err := g.o.Gov.Adopt(ctx, g.candidate(p, c, ""))
+		cand := g.candidate(p, c, "")
+		cand.Actor.RunID = BaselineRun // not undone with the changes of a run
+		res, err := g.o.Gov.Adopt(ctx, cand)
 		if err != nil {
 			return fmt.Errorf("adopting %s line %d: %w", g.rel(p), now[i].Line, err)
 		}
@@ -210,7 +212,7 @@ func (g *Guard) candidate(p string, c Change, slot string) memory.Candidate {
 		e = c.Old
 	}
 	cand := memory.Candidate{SubjectID: g.subject(p), CandidateSource: memory.SourceTool,
-		Actor:    memory.Actor{Dialect: Dialect, AgentID: "markdown:" + rel, Client: "memgate-guard"},
+		Actor:    memory.Actor{Dialect: Dialect, AgentID: "markdown:" + rel, RunID: g.runID, Client: "memgate-guard"},
 		Evidence: memory.Evidence{SourceRef: fmt.Sprintf("%s:%d", rel, e.Line), Excerpt: "in " + rel + " under " + headingText(e.Heading)},
 		Metadata: map[string]any{"file": rel, "heading": headingText(e.Heading), "headingPath": e.Heading, "markdown": e.Text}}
 	switch c.Kind {
