@@ -29,6 +29,7 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/store"
 )
 
 // Dialect is the actor dialect of the guard's writes.
@@ -72,10 +73,11 @@ type Guard struct {
 	parked map[string]bool   // files with changes waiting for review
 	cursor string            // audit log position for rollbacks and restores
 
-	runID  string // the run id of this guard's writes
-	ready  chan struct{}
-	cancel context.CancelFunc
-	done   chan struct{}
+	runID     string          // the run id of this guard's writes
+	baselined map[string]bool // directories whose files existing at first start were adopted
+	ready     chan struct{}
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // New returns a Guard; nothing runs until Start.
@@ -116,7 +118,7 @@ func New(o Options) (*Guard, error) {
 	}
 	return &Guard{o: o, log: o.Logger.With("component", "guard"), met: o.Metrics,
 		slots: map[string]string{}, files: map[string]bool{}, parked: map[string]bool{}, ready: make(chan struct{}),
-		runID: "markdown-" + ulid.Make().String()}, nil
+		runID: "markdown-" + ulid.Make().String(), baselined: map[string]bool{}}, nil
 }
 
 // Start judges what changed while memgate was not watching (a file seen
@@ -146,6 +148,9 @@ func (g *Guard) Start(ctx context.Context) error {
 		err := g.loadFiles(ctx)
 		if err == nil {
 			err = g.scanAll(ctx, start)
+		}
+		if err == nil {
+			err = g.markBaselined(ctx)
 		}
 		if err == nil {
 			err = g.reconcileAll(ctx)
@@ -376,6 +381,14 @@ func (zeroEntropy) Read(p []byte) (int, error) {
 
 // loadFiles learns the files memgate has state for, and their slots.
 func (g *Guard) loadFiles(ctx context.Context) error {
+	for _, dir := range g.o.Dirs {
+		_, err := g.o.KV.Get(ctx, kvNamespace, "dir/"+stateKey(dir))
+		if err == nil {
+			g.baselined[dir] = true
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
 	paths, err := loadIndex(ctx, g.o.KV)
 	if err != nil {
 		return err
@@ -390,6 +403,32 @@ func (g *Guard) loadFiles(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// markBaselined records that each directory's files have been adopted:
+// from now on a file that appears there is judged, entry by entry, not
+// adopted. Directories guarded before are known from the store.
+func (g *Guard) markBaselined(ctx context.Context) error {
+	for _, dir := range g.o.Dirs {
+		if g.baselined[dir] {
+			continue
+		}
+		if err := g.o.KV.Put(ctx, kvNamespace, "dir/"+stateKey(dir), []byte(dir)); err != nil {
+			return err
+		}
+		g.baselined[dir] = true
+	}
+	return nil
+}
+
+// dirOf is the guarded directory a file is under.
+func (g *Guard) dirOf(p string) string {
+	for _, dir := range g.o.Dirs {
+		if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
+			return dir
+		}
+	}
+	return ""
 }
 
 // remember adds a file to the index of files with state.

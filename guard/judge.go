@@ -52,7 +52,15 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 		if !exists {
 			return nil
 		}
-		return g.adopt(ctx, p, content)
+		if !g.baselined[g.dirOf(p)] {
+			return g.adopt(ctx, p, content)
+		}
+		// A file that appeared after memgate began guarding its directory
+		// is the agent's new writing: every entry is judged.
+		st = &fileState{Path: p}
+		if err := g.remember(ctx, p); err != nil {
+			return err
+		}
 	}
 	g.addSlots(st)
 	if string(content) == st.Content {
