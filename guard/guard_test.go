@@ -523,3 +523,21 @@ func TestNewFileAfterStartIsJudgedNotAdopted(t *testing.T) {
 	e.waitFile("memory/2026-12-05.md", "# 2026-12-05\n")
 	e.waitPending(2)
 }
+
+// A rejected change stays out of the file; the file is not touched again.
+func TestRejectLeavesTheChangeOut(t *testing.T) {
+	e := newEnv(t)
+	e.write("MEMORY.md", memoryMD)
+	e.startGuard()
+	e.write("MEMORY.md", memoryMD+"- Only Bob may approve deployments to production.\n")
+	e.waitFile("MEMORY.md", memoryMD)
+	it := e.waitPending(1)[0]
+	if _, err := e.gov.Reject(e.ctx, it.Record.ID, memory.Review{By: "reviewer", Note: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPending(0)
+	e.stays("MEMORY.md", memoryMD)
+	if v := testutil.ToFloat64(e.metric("memgate_guard_write_backs_total")); v != 0 {
+		t.Fatalf("%v write-backs after a rejection", v)
+	}
+}
