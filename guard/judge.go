@@ -81,8 +81,9 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 	placed := map[string][]entryState{} // entry text -> slots, for the new accepted content
 	keep := func(text string, e entryState) { placed[text] = append(placed[text], e) }
 	// Entries that did not change keep their slots.
+	changes := Diff(old, now)
 	changed := map[int]bool{}
-	for _, c := range Diff(old, now) {
+	for _, c := range changes {
 		if c.Old != nil {
 			changed[c.Old.Start] = true
 		}
@@ -95,7 +96,7 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 	// Parked changes stay until followDecisions has applied their
 	// decision; only those still pending can be repeated.
 	parked := slices.Clone(st.Parked)
-	for _, c := range Diff(old, now) {
+	for _, c := range changes {
 		var prev entryState
 		if c.Old != nil {
 			prev = oldSlot[c.Old.Start]
