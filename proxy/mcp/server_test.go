@@ -50,7 +50,12 @@ func TestShutdownDoesNotWaitForOpenStreams(t *testing.T) {
 	if err := hs.Shutdown(ctx); err != nil {
 		t.Fatalf("shutdown: %v", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// An open stream would hold Shutdown until ctx's 10 s. Up to 5 s is
+	// net/http's own: a connection the client dialed for its reconnect just
+	// before the listener closed counts as busy until 5 s without a
+	// request header (http.Server.closeIdleConns), which a loaded machine
+	// sometimes shows.
+	if d := time.Since(start); d > 7*time.Second {
 		t.Fatalf("shutdown waited %v for open MCP streams", d)
 	}
 }
