@@ -100,6 +100,13 @@ func TestCLIReviewFlow(t *testing.T) {
 			t.Fatalf("explain lacks %q: %v\n%s", want, err, out)
 		}
 	}
+	// Flags after the id, as the usage lines write them.
+	for _, args := range [][]string{{"explain", id, "--json"}, {"history", id, "--json"}, {"review", "show", id, "--json"}} {
+		out, err := runCLI(t, url, args...)
+		if err != nil || !json.Valid([]byte(out)) {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
 	out, err = runCLI(t, url, "history", id)
 	if err != nil || !strings.Contains(out, "superseded") || !strings.Contains(out, "active") {
 		t.Fatalf("history: %v\n%s", err, out)

@@ -32,8 +32,35 @@ func adminCommand(cl *cliEnv, name, usage, help string, extra func(*flag.FlagSet
 	return &ffcli.Command{
 		Name: strings.Fields(name)[len(strings.Fields(name))-1], ShortUsage: "sidecar " + usage, ShortHelp: help,
 		FlagSet: fs, Options: envOptions,
-		Exec: func(ctx context.Context, args []string) error { return exec(ctx, &c, args) },
+		Exec: func(ctx context.Context, args []string) error {
+			args, err := interspersed(fs, args)
+			if err != nil {
+				return err
+			}
+			return exec(ctx, &c, args)
+		},
 	}
+}
+
+// interspersed parses flags that follow positional arguments, so that
+// "explain <id> --json" works as the usage lines write it (the flag
+// package stops at the first argument that is not a flag).
+func interspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		switch a := args[0]; {
+		case a == "--":
+			return append(pos, args[1:]...), nil
+		case strings.HasPrefix(a, "-") && a != "-":
+			if err := fs.Parse(args); err != nil {
+				return nil, err
+			}
+			args = fs.Args()
+		default:
+			pos, args = append(pos, a), args[1:]
+		}
+	}
+	return pos, nil
 }
 
 func oneID(args []string, what string) (string, error) {
