@@ -17,7 +17,8 @@ import (
 // MaxBodyBytes bounds every request body on both listeners.
 const MaxBodyBytes = 1 << 20
 
-// statusOf is the one table from domain error codes to HTTP statuses.
+// statusOf is the one table from domain error codes to HTTP statuses, for
+// every HTTP dialect (StatusOf).
 var statusOf = map[string]int{
 	memory.EINVALID:             http.StatusBadRequest,
 	memory.ENOTFOUND:            http.StatusNotFound,
@@ -33,6 +34,15 @@ var statusOf = map[string]int{
 	memory.EINTERNAL:            http.StatusInternalServerError,
 }
 
+// StatusOf is the HTTP status of a domain error code (500 for one it does
+// not know).
+func StatusOf(code string) int {
+	if status, ok := statusOf[code]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
+
 // ErrorBody is the JSON error shape of the native and admin APIs.
 type ErrorBody struct {
 	Error struct {
@@ -46,10 +56,7 @@ type ErrorBody struct {
 // logged, since the others are the caller's to fix.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := memory.ErrorCode(err)
-	status, ok := statusOf[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := StatusOf(code)
 	if code == memory.EINTERNAL {
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}

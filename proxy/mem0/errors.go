@@ -5,24 +5,8 @@ import (
 	"net/http"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
-
-// statusOf is the one table from domain error codes to HTTP statuses in
-// this dialect.
-var statusOf = map[string]int{
-	memory.EINVALID:             http.StatusBadRequest,
-	memory.ENOTFOUND:            http.StatusNotFound,
-	memory.ESTALE:               http.StatusConflict,
-	memory.EDECIDED:             http.StatusConflict,
-	memory.ECONFLICT:            http.StatusConflict,
-	memory.EREJECTED:            http.StatusUnprocessableEntity,
-	memory.EUNAUTHORIZED:        http.StatusUnauthorized,
-	memory.EFORBIDDEN:           http.StatusForbidden,
-	memory.ETOOLARGE:            http.StatusRequestEntityTooLarge,
-	memory.EUNAVAILABLE:         http.StatusServiceUnavailable,
-	memory.EINSUFFICIENTSTORAGE: http.StatusInsufficientStorage,
-	memory.EINTERNAL:            http.StatusInternalServerError,
-}
 
 // errorBody is Mem0's error shape. The platform answers {"error": "..."},
 // its auth layer and the open-source server (FastAPI) {"detail": "..."};
@@ -39,10 +23,7 @@ type errorBody struct {
 // the others are the caller's to fix.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := memory.ErrorCode(err)
-	status, ok := statusOf[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := proxy.StatusOf(code) // the same statuses as the native API's; Mem0's body shape
 	if code == memory.EINTERNAL {
 		h.log.Error("mem0 request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
