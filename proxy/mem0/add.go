@@ -99,7 +99,7 @@ func (h *Handler) add(w http.ResponseWriter, r *http.Request, oss bool) (*writeR
 		h.fail(w, r, memory.Errorf(memory.EINVALID, "deduced_memories has %d items, more than the %d allowed in one add", len(req.DeducedMemories), maxMessages))
 		return nil, nil, false
 	}
-	scope := tenantScope(r.Context(), req.scope())
+	scope := memory.TenantOf(r.Context()).Fill(req.scope()) // a key bound to alice need not name alice
 	if scope == (memory.Scope{}) {
 		msg := "At least one of user_id, agent_id, app_id or run_id is required, so the memory is scoped."
 		if oss {

@@ -1,26 +1,11 @@
 package mem0
 
 import (
-	"context"
 	"net/http"
-	"strings"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 )
-
-// ParseAPIKeys splits a comma-separated key list (MEMGATE_MEM0_API_KEYS's
-// plain form) into keys. Deprecated: the agent listener's keys, with
-// tenant bindings, are parsed by proxy.ParseAgentKeys.
-func ParseAPIKeys(s string) []string {
-	var out []string
-	for _, k := range strings.Split(s, ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			out = append(out, k)
-		}
-	}
-	return out
-}
 
 // auth refuses requests without an accepted key when keys are configured,
 // in Mem0's error shape, and confines the others to their key's tenant.
@@ -42,12 +27,4 @@ func keysOf(o Options) *proxy.AgentKeys {
 		keys = append(keys, proxy.NewAgentKey(k, memory.Tenant{}))
 	}
 	return proxy.NewAgentKeys(keys)
-}
-
-// tenantScope fills the entity ids a request left out from the caller's
-// key binding: a key bound to alice need not name alice. Ids the request
-// names stay, so a write for another tenant is refused by the governor and
-// a read of one finds nothing.
-func tenantScope(ctx context.Context, s memory.Scope) memory.Scope {
-	return memory.TenantOf(ctx).Fill(s)
 }

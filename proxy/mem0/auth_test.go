@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
@@ -12,7 +11,11 @@ import (
 )
 
 func TestAPIKeys(t *testing.T) {
-	e := newEnv(t, func(o *Options) { o.APIKeys = ParseAPIKeys(" key-one, ,key-two ") })
+	keys, err := proxy.ParseAgentKeys(" key-one, ,key-two ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *Options) { o.Keys = proxy.NewAgentKeys(keys) })
 	tests := []struct {
 		name   string
 		header []string
@@ -73,8 +76,14 @@ func TestRoutesAnswerJSONWithAndWithoutTrailingSlash(t *testing.T) {
 		wantErrorShape(t, e.do("GET", path, nil), http.StatusNotFound, memory.ENOTFOUND)
 	}
 	// Keys with surrounding spaces and empty entries are ignored.
-	if got := ParseAPIKeys(" a ,, b,"); !slices.Equal(got, []string{"a", "b"}) {
-		t.Fatalf("ParseAPIKeys: %q", got)
+	keys, err := proxy.ParseAgentKeys(" a ,, b,")
+	if err != nil || len(keys) != 2 {
+		t.Fatalf("ParseAgentKeys: %d keys, %v", len(keys), err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if _, ok := proxy.NewAgentKeys(keys).Verify(k); !ok {
+			t.Fatalf("ParseAgentKeys lost key %q", k)
+		}
 	}
 }
 
