@@ -43,34 +43,35 @@ func (t Tenant) Sees(o Tenant) bool {
 // scope naming another id than the tenant's is EFORBIDDEN: a key bound to
 // alice writes for alice only.
 func (t Tenant) Confine(s Scope) (Scope, error) {
-	for _, f := range []struct {
-		name  string
-		bound string
-		v     *string
-	}{{"user", t.UserID, &s.UserID}, {"agent", t.AgentID, &s.AgentID}, {"app", t.AppID, &s.AppID}} {
-		switch {
-		case f.bound == "" || *f.v == f.bound:
-		case *f.v == "":
-			*f.v = f.bound
-		default:
-			return s, Errorf(EFORBIDDEN, "this key is bound to %s id %q and may not act for %s id %q", f.name, f.bound, f.name, *f.v)
+	filled := t.Fill(s)
+	for _, f := range t.bindings(&filled) {
+		if f.bound != "" && *f.id != f.bound {
+			return s, Errorf(EFORBIDDEN, "this key is bound to %s id %q and may not act for %s id %q", f.name, f.bound, f.name, *f.id)
 		}
 	}
-	return s, nil
+	return filled, nil
 }
 
 // Fill returns s with the tenant's ids where s names none; ids s names
 // stay, even another tenant's (Confine refuses those).
 func (t Tenant) Fill(s Scope) Scope {
-	for _, f := range []struct {
-		bound string
-		v     *string
-	}{{t.UserID, &s.UserID}, {t.AgentID, &s.AgentID}, {t.AppID, &s.AppID}} {
-		if *f.v == "" {
-			*f.v = f.bound
+	for _, f := range t.bindings(&s) {
+		if *f.id == "" {
+			*f.id = f.bound
 		}
 	}
 	return s
+}
+
+// binding pairs an id the tenant binds with the scope's id of that kind.
+type binding struct {
+	name  string
+	bound string
+	id    *string
+}
+
+func (t Tenant) bindings(s *Scope) [3]binding {
+	return [3]binding{{"user", t.UserID, &s.UserID}, {"agent", t.AgentID, &s.AgentID}, {"app", t.AppID, &s.AppID}}
 }
 
 // narrow confines a read filter to the tenant. ok is false when the filter
