@@ -88,10 +88,7 @@ func (g *Guard) followParked(ctx context.Context, p string) error {
 	if !decided {
 		return nil
 	}
-	st, err = loadState(ctx, g.o.KV, p) // writeBack saved it
-	if err != nil || st == nil {
-		return err
-	}
+	// writeBack (edit) updated st in place as it saved it.
 	st.Parked = slices.DeleteFunc(st.Parked, func(pe parkedEntry) bool {
 		return !slices.ContainsFunc(keep, func(k parkedEntry) bool { return k.Record == pe.Record })
 	})

@@ -355,10 +355,8 @@ func (g *Guard) subject(p string) string {
 	if g.o.Subject != "" {
 		return g.o.Subject
 	}
-	for _, dir := range g.o.Dirs {
-		if rel, err := filepath.Rel(dir, p); err == nil && !strings.HasPrefix(rel, "..") {
-			return filepath.Base(dir)
-		}
+	if dir := g.dirOf(p); dir != "" {
+		return filepath.Base(dir)
 	}
 	return "workspace"
 }

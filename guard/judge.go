@@ -307,25 +307,13 @@ func before(entries []Entry, e *Entry) string {
 		if x.Start == e.Start {
 			return prev
 		}
-		if equalHeading(x.Heading, e.Heading) {
+		if slices.Equal(x.Heading, e.Heading) {
 			prev = x.Text
 		} else {
 			prev = ""
 		}
 	}
 	return prev
-}
-
-func equalHeading(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // slotsOf ties each entry of content to a slot, by text, in order.
