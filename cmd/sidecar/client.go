@@ -38,16 +38,31 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound on the admin call")
 }
 
-func (c *clientFlags) resolveToken() (string, error) {
+// resolveToken returns the admin token and where it came from, so that a
+// refusal can name the source that was tried.
+func (c *clientFlags) resolveToken() (token, source string, err error) {
 	if c.token != "" {
-		return c.token, nil
+		if os.Getenv("MEMGATE_ADMIN_TOKEN") == c.token {
+			return c.token, "MEMGATE_ADMIN_TOKEN", nil
+		}
+		return c.token, "--admin-token", nil
 	}
 	path := filepath.Join(c.dataDir, tokenFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("no admin token: set MEMGATE_ADMIN_TOKEN or --admin-token, or run next to the sidecar's data directory (%s: %v)", path, err)
+		return "", "", fmt.Errorf("no admin token: set MEMGATE_ADMIN_TOKEN or --admin-token, or run next to the sidecar's data directory (%s: %v)", path, err)
 	}
-	return strings.TrimSpace(string(b)), nil
+	return strings.TrimSpace(string(b)), path, nil
+}
+
+// tokenRefused explains a 401: which token source was used, and where the
+// sidecar takes its own from.
+func tokenRefused(err error, source string) error {
+	hint := "pass the sidecar's token with MEMGATE_ADMIN_TOKEN or --admin-token"
+	if source != "MEMGATE_ADMIN_TOKEN" && source != "--admin-token" {
+		hint = "if the sidecar was started with MEMGATE_ADMIN_TOKEN, its generated token file is not in use: export the same MEMGATE_ADMIN_TOKEN here or pass --admin-token"
+	}
+	return fmt.Errorf("%w\nthe admin token from %s was refused; %s", err, source, hint)
 }
 
 // apiError is the admin API's JSON error.
@@ -64,7 +79,7 @@ func (e *apiError) Error() string {
 // call sends one admin request and decodes the JSON answer into out (a
 // *json.RawMessage keeps it raw).
 func (c *clientFlags) call(ctx context.Context, method, path string, body, out any) error {
-	token, err := c.resolveToken()
+	token, source, err := c.resolveToken()
 	if err != nil {
 		return err
 	}
@@ -100,10 +115,14 @@ func (c *clientFlags) call(ctx context.Context, method, path string, body, out a
 		var e struct {
 			Error struct{ Code, Message string } `json:"error"`
 		}
+		ae := &apiError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
 		if json.Unmarshal(data, &e) == nil && e.Error.Code != "" {
-			return &apiError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+			ae.Code, ae.Message = e.Error.Code, e.Error.Message
 		}
-		return &apiError{Status: resp.StatusCode, Code: "http", Message: strings.TrimSpace(string(data))}
+		if resp.StatusCode == http.StatusUnauthorized {
+			return tokenRefused(ae, source)
+		}
+		return ae
 	}
 	if raw, ok := out.(*json.RawMessage); ok {
 		*raw = data

@@ -256,10 +256,10 @@ func historyCommand(cl *cliEnv) *ffcli.Command {
 func rollbackCommand(cl *cliEnv) *ffcli.Command {
 	var cascade bool
 	var reason string
-	return adminCommand(cl, "rollback", "rollback [--cascade] --reason text <id>", "undo a memory: its slot returns to its rollback point",
+	return adminCommand(cl, "rollback", "rollback [--cascade] [--reason text] <id>", "undo a memory: its slot returns to its rollback point",
 		func(fs *flag.FlagSet) {
 			fs.BoolVar(&cascade, "cascade", false, "also undo every later version of the slot, newest first")
-			fs.StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+			fs.StringVar(&reason, "reason", "", "why (optional; recorded in the audit log)")
 		},
 		func(ctx context.Context, c *clientFlags, args []string) error {
 			id, err := oneID(args, "memory id")
@@ -286,11 +286,11 @@ func rollbackCommand(cl *cliEnv) *ffcli.Command {
 
 func quarantineCommand(cl *cliEnv) *ffcli.Command {
 	var run, actor, reason string
-	return adminCommand(cl, "quarantine", "quarantine --run ID | --actor ID --reason text", "undo everything one run/session or actor wrote",
+	return adminCommand(cl, "quarantine", "quarantine --run ID | --actor ID [--reason text]", "undo everything one run/session or actor wrote",
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&run, "run", "", "run or session id")
 			fs.StringVar(&actor, "actor", "", "agent or user id")
-			fs.StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+			fs.StringVar(&reason, "reason", "", "why (optional; recorded in the audit log)")
 		},
 		func(ctx context.Context, c *clientFlags, args []string) error {
 			if len(args) > 0 || (run == "") == (actor == "") {
@@ -302,11 +302,11 @@ func quarantineCommand(cl *cliEnv) *ffcli.Command {
 
 func restoreCommand(cl *cliEnv) *ffcli.Command {
 	var subject, at, reason string
-	return adminCommand(cl, "restore", "restore --subject ID --at RFC3339 --reason text", "return a subject's facts to what they were at a time",
+	return adminCommand(cl, "restore", "restore --subject ID --at RFC3339 [--reason text]", "return a subject's facts to what they were at a time",
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&subject, "subject", "", "subject id")
 			fs.StringVar(&at, "at", "", "point in time, RFC 3339 (e.g. 2026-12-02T10:00:00Z)")
-			fs.StringVar(&reason, "reason", "", "why (recorded in the audit log)")
+			fs.StringVar(&reason, "reason", "", "why (optional; recorded in the audit log)")
 		},
 		func(ctx context.Context, c *clientFlags, args []string) error {
 			t, err := time.Parse(time.RFC3339, at)
@@ -384,4 +384,55 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+func eventsCommand(cl *cliEnv) *ffcli.Command {
+	var after string
+	var limit int
+	return adminCommand(cl, "events", "events [--after EVENT-ID] [--limit N] [--json]",
+		"read the audit log, oldest first, a page at a time",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&after, "after", "", "start after this event id (the NEXT a previous page printed)")
+			fs.IntVar(&limit, "limit", 100, "events per page (1–10000)")
+		},
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("events takes no arguments, got %q", args)
+			}
+			q := url.Values{"limit": {fmt.Sprint(limit)}}
+			if after != "" {
+				q.Set("after", after)
+			}
+			var raw json.RawMessage
+			if err := c.call(ctx, "GET", "/admin/v1/events?"+q.Encode(), nil, &raw); err != nil {
+				return err
+			}
+			return c.show(cl.stdout, raw, func(w io.Writer) error {
+				var page memory.EventPage
+				if err := json.Unmarshal(raw, &page); err != nil {
+					return err
+				}
+				if len(page.Events) == 0 {
+					fmt.Fprintln(w, "No events.")
+					return nil
+				}
+				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "EVENT\tAT\tTYPE\tRECORD\tSUBJECT\tBY\tREASON")
+				for _, e := range page.Events {
+					by := e.By
+					if by == "" && e.Actor != nil {
+						by = describeActor(*e.Actor)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), e.Type, e.RecordID,
+						e.SubjectID, clip(by, 30), clip(e.Reason, 50))
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if page.Next != "" {
+					fmt.Fprintf(w, "more: sidecar events --after %s\n", page.Next)
+				}
+				return nil
+			})
+		})
 }

@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/peterbourgon/ff/v3"
@@ -21,10 +23,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
+	switch {
+	case errors.Is(err, flag.ErrHelp): // usage was printed: a command was missing or a flag wrong
 		os.Exit(2)
-	}
-	if err != nil {
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "memgate:", err)
 		os.Exit(1)
 	}
@@ -34,13 +36,69 @@ func main() {
 // underscores), as DESIGN §5 fixes.
 var envOptions = []ff.Option{ff.WithEnvVarPrefix("MEMGATE")}
 
+// run parses args and runs the command they select. Help that was asked
+// for (-h, --help, or "help" before the command words) goes to stdout and
+// is a success; usage printed for a mistake goes to stderr with an error.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	args, asked := helpArgs(args)
 	root := rootCommand(stdin, stdout, stderr)
-	if err := root.Parse(args); err != nil {
-		return err
+	usage := stderr
+	if asked {
+		usage = stdout
 	}
-	return root.Run(ctx)
+	setUsageOutput(root, usage)
+	err := root.Parse(args)
+	if err == nil {
+		err = root.Run(ctx)
+	}
+	if asked && errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
 }
+
+// helpArgs rewrites "help [command words]" as "[command words] --help" and
+// reports whether help was asked for.
+func helpArgs(args []string) ([]string, bool) {
+	if len(args) > 0 && args[0] == "help" {
+		return append(slices.Clone(args[1:]), "--help"), true
+	}
+	for _, a := range args {
+		switch a {
+		case "--":
+			return args, false
+		case "-h", "-help", "--help", "--h":
+			return args, true
+		}
+	}
+	return args, false
+}
+
+// setUsageOutput sends every command's usage and flag errors to w, giving
+// the commands that only group others a flag set of their own (ffcli's
+// default one writes to os.Stderr and exits the process on -h).
+func setUsageOutput(c *ffcli.Command, w io.Writer) {
+	if c.FlagSet == nil {
+		c.FlagSet = flag.NewFlagSet(strings.TrimSpace(c.Name), flag.ContinueOnError)
+	}
+	c.FlagSet.SetOutput(w)
+	for _, sub := range c.Subcommands {
+		setUsageOutput(sub, w)
+	}
+}
+
+// envOnlyHelp lists the settings read from the environment only: secrets
+// never go in flags, where ps and shell history would show them.
+const envOnlyHelp = `
+Settings read from the environment only (secrets):
+  MEMGATE_ADMIN_TOKEN         admin API token (default: generated into <data-dir>/admin.token)
+  MEMGATE_AGENT_KEYS          agent keys, "key[@user=u;agent=a;app=p]" separated by commas
+                              (old name MEMGATE_MEM0_API_KEYS is read too); see also --agent-keys-file
+  MEMGATE_JUDGE_API_KEY       key of the judge model's endpoint (--judge-url)
+  MEMGATE_EXTRACTOR_API_KEY   key of the Mem0 fact extractor's endpoint (--extractor-url)
+  MEMGATE_AGENT_KEY           the key "sidecar mcp" presents to the sidecar (the stdio bridge)
+Prefer the environment for the Slack tokens too (MEMGATE_SLACK_BOT_TOKEN, MEMGATE_SLACK_APP_TOKEN,
+MEMGATE_SLACK_SIGNING_SECRET) over their flags.`
 
 func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 	var rootCfg serveConfig
@@ -55,7 +113,7 @@ func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 		ShortHelp:  "memgate: governed long-term memory for AI agents",
 		LongHelp: "With no subcommand, sidecar serves: the agent listener (native, Mem0 and MCP APIs) and\n" +
 			"the admin listener (review, explain, rollback, metrics). Every flag is also an environment\n" +
-			"variable MEMGATE_<FLAG> (e.g. MEMGATE_DATA_DIR).",
+			"variable MEMGATE_<FLAG> (e.g. MEMGATE_DATA_DIR).\n" + envOnlyHelp,
 		FlagSet: rootFS,
 		Options: envOptions,
 		Subcommands: []*ffcli.Command{
@@ -66,6 +124,7 @@ func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 			rollbackCommand(cl),
 			quarantineCommand(cl),
 			restoreCommand(cl),
+			eventsCommand(cl),
 			policyCommand(cl),
 			snapshotCommand(cl),
 			mcpCommand(stdin, stdout, stderr),

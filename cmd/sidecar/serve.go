@@ -395,10 +395,15 @@ func newServer(h http.Handler, log *slog.Logger) *http.Server {
 // adminToken returns MEMGATE_ADMIN_TOKEN, or the token generated into the
 // data directory on first start.
 func adminToken(dataDir string, log *slog.Logger) (string, error) {
+	path := filepath.Join(dataDir, tokenFile)
 	if t := strings.TrimSpace(os.Getenv("MEMGATE_ADMIN_TOKEN")); t != "" {
+		log.Info("admin token from MEMGATE_ADMIN_TOKEN")
+		if b, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(b)) != t {
+			// The CLI reads this file when MEMGATE_ADMIN_TOKEN is not exported to it.
+			log.Warn("the token file in the data directory is not in use: CLI calls without MEMGATE_ADMIN_TOKEN will be refused", "path", path)
+		}
 		return t, nil
 	}
-	path := filepath.Join(dataDir, tokenFile)
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 		log.Info("admin token read from the data directory", "path", path)
 		return strings.TrimSpace(string(b)), nil

@@ -56,7 +56,7 @@ func snapshotCommand(cl *cliEnv) *ffcli.Command {
 }
 
 func saveSnapshot(ctx context.Context, c *clientFlags, path string, out io.Writer) error {
-	token, err := c.resolveToken()
+	token, source, err := c.resolveToken()
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,11 @@ func saveSnapshot(ctx context.Context, c *clientFlags, path string, out io.Write
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("snapshot: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		err := fmt.Errorf("snapshot: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
+		if resp.StatusCode == http.StatusUnauthorized {
+			return tokenRefused(err, source)
+		}
+		return err
 	}
 	tmp := path + ".partial"
 	f, err := os.Create(tmp)
