@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -536,5 +537,31 @@ func TestExampleScrapeConfigFindsTheSidecar(t *testing.T) {
 	}
 	if port == "" || !kept {
 		t.Fatalf("the scrape job does not keep the sidecar's port %q", port)
+	}
+}
+
+// TestExampleScrapeConfigPassesPromtool checks everything in the example
+// configuration but its Kubernetes discovery with the real promtool:
+// Debian's build leaves that discovery out, as the file's comment says.
+func TestExampleScrapeConfigPassesPromtool(t *testing.T) {
+	promtool := requireTool(t, "promtool", installPrometheus)
+	raw, err := os.ReadFile("prometheus/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const discovery = "    kubernetes_sd_configs:\n      - role: pod\n"
+	if !strings.Contains(string(raw), discovery) {
+		t.Fatalf("prometheus.yml no longer holds %q: update this test", discovery)
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "prometheus.yml"),
+		strings.Replace(string(raw), discovery, "    static_configs:\n      - targets: ['127.0.0.1:7601']\n", 1))
+	rules, err := os.ReadFile(alertRulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "memgate-alerts.yml"), string(rules))
+	if out, err := exec.Command(promtool, "check", "config", filepath.Join(dir, "prometheus.yml")).CombinedOutput(); err != nil {
+		t.Fatalf("promtool check config: %v\n%s", err, out)
 	}
 }
