@@ -78,3 +78,44 @@ func TestAgentKeysConfiguration(t *testing.T) {
 		})
 	}
 }
+
+// The container's agent listener is not on loopback: with
+// --generate-agent-key it requires a key generated into the data
+// directory, the same one after a restart, instead of refusing to start.
+func TestGeneratedAgentKey(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	cfg := serveConfig{listen: "0.0.0.0:7600", dataDir: dir, generateAgentKey: true}
+	keys, err := agentKeys(cfg, func(string) string { return "" }, log)
+	if err != nil || keys.Len() != 1 {
+		t.Fatalf("%v keys, %v", keys, err)
+	}
+	path := filepath.Join(dir, agentKeyFile)
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+	raw, _ := os.ReadFile(path)
+	key := strings.TrimSpace(string(raw))
+	if _, ok := keys.Verify(key); !ok || strings.Contains(logs.String(), key) || !strings.Contains(logs.String(), path) {
+		t.Fatalf("the generated key is not required, or the log holds it or not its path:\n%s", logs.String())
+	}
+	again, err := agentKeys(cfg, func(string) string { return "" }, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := again.Verify(key); !ok {
+		t.Fatal("a restart generated another key")
+	}
+	// Keys that are set win; on loopback nothing is generated.
+	set, err := agentKeys(cfg, func(k string) string { return map[string]string{"MEMGATE_AGENT_KEYS": "mine"}[k] }, log)
+	if _, ok := set.Verify(key); err != nil || ok {
+		t.Fatalf("with MEMGATE_AGENT_KEYS set the generated key is still accepted (%v)", err)
+	}
+	local := cfg
+	local.listen, local.dataDir = "127.0.0.1:7600", t.TempDir()
+	if k, err := agentKeys(local, func(string) string { return "" }, log); err != nil || k.Len() != 0 {
+		t.Fatalf("on loopback: %d keys, %v", k.Len(), err)
+	}
+}

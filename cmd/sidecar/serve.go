@@ -60,6 +60,7 @@ type serveConfig struct {
 	judgeTimeout       time.Duration
 	agentKeysFile      string
 	allowNoKeys        bool
+	generateAgentKey   bool
 	allowedHosts       string
 	allowedOrigins     string
 	mcpMaxSessions     int
@@ -102,6 +103,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.judgeTimeout, "judge-timeout", 2*time.Second, "bound on one judge request; past it the rules' verdict stands alone")
 	fs.StringVar(&c.agentKeysFile, "agent-keys-file", "", "JSON file of agent keys and the tenants they bind (see SECURITY.md); added to the keys in MEMGATE_AGENT_KEYS (alias MEMGATE_MEM0_API_KEYS)")
 	fs.BoolVar(&c.allowNoKeys, "allow-unauthenticated", false, "serve the agent listener on a non-loopback address without agent keys (any caller that reaches it reads and writes every memory)")
+	fs.BoolVar(&c.generateAgentKey, "generate-agent-key", false, "when the agent listener is not on loopback and no agent keys are set, require a key generated into <data-dir>/"+agentKeyFile+" (the container image sets this)")
 	fs.StringVar(&c.allowedHosts, "allowed-hosts", "", "comma-separated Host names (name or name:port; * for any) also accepted: on a loopback listener besides localhost/127.0.0.1/[::1] (e.g. the name a reverse proxy or tunnel forwards under); on a routable listener the only names accepted besides its address")
 	fs.StringVar(&c.allowedOrigins, "allowed-origins", "", "comma-separated browser origins (https://app.example.com) allowed to call memgate, with CORS; by default requests from browser pages are refused")
 	fs.IntVar(&c.mcpMaxSessions, "mcp-max-sessions", memgatemcp.DefaultMaxSessions, "most open MCP sessions (about 15 KB each); past it a new session is refused with 503")
@@ -142,6 +144,16 @@ func agentKeys(cfg serveConfig, getenv func(string) string, log *slog.Logger) (*
 			bound++
 		}
 	}
+	if len(keys) == 0 && !loopback(cfg.listen) && cfg.generateAgentKey {
+		path := filepath.Join(cfg.dataDir, agentKeyFile)
+		key, err := secretFile(path, "agent key", log)
+		if err != nil {
+			return nil, err
+		}
+		if keys, err = proxy.ParseAgentKeys(key); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	switch {
 	case len(keys) > 0:
 		log.Info("agent keys required on every agent route", "keys", len(keys), "tenantBound", bound)
@@ -177,12 +189,12 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
 	keys, err := agentKeys(cfg, os.Getenv, log)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
 	}
 	token, err := adminToken(cfg.dataDir, log)
 	if err != nil {
@@ -404,23 +416,34 @@ func adminToken(dataDir string, log *slog.Logger) (string, error) {
 		}
 		return t, nil
 	}
+	return secretFile(path, "admin token", log)
+}
+
+// secretFile returns the secret held in path, or generates one into it
+// (readable by memgate's user only) and says where: the admin token and
+// the container's agent key. The secret itself is never logged.
+func secretFile(path, what string, log *slog.Logger) (string, error) {
 	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		log.Info("admin token read from the data directory", "path", path)
+		log.Info(what+" read from the data directory", "path", path)
 		return strings.TrimSpace(string(b)), nil
 	}
 	buf := make([]byte, 24)
 	if _, err := rand.Read(buf); err != nil {
-		return "", fmt.Errorf("admin token: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	token := hex.EncodeToString(buf)
-	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("admin token: %w", err)
+	secret := hex.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
-	log.Info("admin token generated", "path", path)
-	return token, nil
+	log.Info(what+" generated", "path", path)
+	return secret, nil
 }
 
-const tokenFile = "admin.token"
+// Files memgate generates into the data directory.
+const (
+	tokenFile    = "admin.token"
+	agentKeyFile = "agent.key"
+)
 
 // durability names how commits reach the disk, for the startup log.
 func durability(cfg serveConfig) string {
