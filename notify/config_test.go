@@ -3,7 +3,6 @@ package notify_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,31 +14,12 @@ import (
 	"github.com/memgate/memgate/notify"
 )
 
-// clock is a settable time source: the outbox schedules by it, so a test
-// reads each backoff from the stored NextAttempt instead of waiting it out.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
 // A settings error (a revoked token, a bot not in the channel) is never
 // dropped, even when the Notifier calls it permanent: the notice waits with
 // a backoff that grows to Backoff.Max, each attempt is counted, and once
 // the settings are fixed RetryNow delivers it without waiting the backoff out.
 func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+	clk := &fakeClock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
 	reg := prometheus.NewRegistry()
 	opts := notify.OutboxOptions{Poll: time.Hour, Now: clk.Now, Metrics: notify.NewMetrics(reg),
 		Backoff: notify.Backoff{Initial: time.Minute, Max: 5 * time.Minute}}
@@ -76,7 +56,7 @@ func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
 		if n.LastError == "" || n.RecordID != parked.ID {
 			t.Fatalf("notice after attempt %d: %+v", attempt, n)
 		}
-		clk.Set(n.NextAttempt)
+		clk.Advance(n.NextAttempt.Sub(clk.Now())) // the outbox schedules by this clock: no waiting
 		e.outbox.Wake()
 	}
 	eventually(t, "the sixth attempt", func() bool { return rec.callCount() == 6 })
@@ -100,7 +80,7 @@ func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
 // know) reschedules that notice alone: with an hour's backoff, a notice of
 // another record is still delivered at once.
 func TestOutboxThisNoticeOnlyFailureHoldsNoOneUp(t *testing.T) {
-	clk := &clock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+	clk := &fakeClock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
 	e := newEnv(t, notify.OutboxOptions{Poll: time.Hour, Now: clk.Now,
 		Backoff: notify.Backoff{Initial: time.Hour, Max: time.Hour}})
 	first := e.park("alpha")

@@ -70,10 +70,10 @@ var slackErrors = map[string]slackError{
 	"two_factor_setup_required": {settings, problemToken},
 	"enterprise_is_restricted":  {settings, problemToken},
 	"team_access_not_granted":   {settings, problemToken},
-	"access_denied":             {settings, problemToken},
+	"access_denied":             {settings, problemRestricted}, // posting denied by a workspace or Enterprise setting
 	"accesslimited":             {settings, problemToken},
-	"ekm_access_denied":         {settings, problemToken},
-	"method_deprecated":         {settings, problemToken}, // a memgate too old for the workspace: upgrade
+	"ekm_access_denied":         {settings, problemRestricted}, // posting denied by a workspace or Enterprise setting
+	"method_deprecated":         {settings, problemToken},      // a memgate too old for the workspace: upgrade
 	"deprecated_endpoint":       {settings, problemToken},
 
 	// The app's scopes: add them and reinstall the app (the bot token stays
