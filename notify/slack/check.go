@@ -238,7 +238,7 @@ func (s *Service) setReady(ready bool, reason checkReason, cerr *CheckError) {
 	if ready {
 		s.metrics.ready.Set(1)
 		if !was || !wasKnown {
-			s.log.Info("Slack is ready: the bot token works and the bot is in the review channel", "channel", s.cfg.Channel)
+			s.log.Info("Slack is ready: it takes memgate's bot token and review channel", "channel", s.cfg.Channel)
 			if s.onReady != nil {
 				s.onReady()
 			}
