@@ -14,6 +14,7 @@ import (
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/notify"
+	slacknotify "github.com/memgate/memgate/notify/slack"
 	"github.com/memgate/memgate/store"
 )
 
@@ -48,7 +49,7 @@ func (r *describingRegistry) MustRegister(cs ...prometheus.Collector) {
 
 // exportedNames returns every series name a memgate sidecar exports,
 // registered the way the sidecar registers them: memgate's metrics and state
-// collector, the notification outbox's metrics, and the Go and process
+// collector, the notification outbox's and the Slack integration's metrics, and the Go and process
 // collectors. Histograms and summaries add their _bucket/_sum/_count series.
 func exportedNames(t *testing.T) map[string]bool {
 	t.Helper()
@@ -67,6 +68,11 @@ func exportedNames(t *testing.T) map[string]bool {
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Size: st, Outbox: st}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	notify.NewMetrics(reg)
+	// With Slack on, its integration registers its own (no call to Slack here).
+	if _, err := slacknotify.New(slacknotify.Config{BotToken: "xoxb-x", Channel: "C0X"},
+		slacknotify.Deps{Gov: gov, KV: st, Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := gov.Submit(context.Background(), memory.Candidate{SubjectID: "s", FactType: "f", Summary: "x"}); err != nil {
 		t.Fatal(err)
 	}

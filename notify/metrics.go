@@ -23,11 +23,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"kind"}),
 		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_notify_retries_total",
-			Help: "Deliveries that failed and were rescheduled, by reason (rate_limited, server_error, network, ...).",
+			Help: "Deliveries that failed and were rescheduled, by reason (rate_limited, server_error, network, config: the integration's token or channel is wrong, ...).",
 		}, []string{"reason"}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "memgate_notify_dropped_total",
-			Help: "Notices dropped after a permanent failure (e.g. a 4xx), by reason.",
+			Help: "Notices dropped because the service can never take them (e.g. too long), by reason; never for a settings error.",
 		}, []string{"reason"}),
 	}
 	if reg != nil {
@@ -58,4 +58,9 @@ func (m *Metrics) onDropped(reason string, n int) {
 // dashboards built in code).
 func (m *Metrics) Dropped(reason string) prometheus.Counter {
 	return m.dropped.WithLabelValues(reason)
+}
+
+// Retries returns the counter of deliveries rescheduled for reason.
+func (m *Metrics) Retries(reason string) prometheus.Counter {
+	return m.retried.WithLabelValues(reason)
 }

@@ -26,9 +26,10 @@ import (
 // or a quarantine), which an integration may announce together.
 //
 // retry says whether a failure is worth trying again later (the server was
-// unreachable, answered 5xx or rate-limited). A failure that is not retried
-// is permanent (e.g. a 4xx: a missing scope, an unknown channel) and the
-// batch is dropped from the outbox (see Outbox).
+// unreachable, answered 5xx or rate-limited, or refuses our settings). A
+// failure that is not retried is permanent for this batch (a message the
+// service can never take) and the batch is dropped from the outbox, except
+// that a DeliveryError with ReasonConfig is never dropped (see Outbox).
 type Notifier interface {
 	Notify(ctx context.Context, batch []*memory.Notice) (retry bool, err error)
 }
@@ -50,9 +51,14 @@ const (
 	ReasonRateLimited = "rate_limited" // 429
 	ReasonServerError = "server_error" // 5xx
 	ReasonNetwork     = "network"      // unreachable, timeout, reset
-	ReasonClientError = "client_error" // 4xx other than 429: permanent
+	ReasonClientError = "client_error" // a 4xx that concerns this message only (e.g. 413): permanent
 	ReasonRejected    = "rejected"     // the service answered with an error of its own (e.g. Slack's ok:false)
 	ReasonInternal    = "internal"     // our side: store, governor, encoding
+	// ReasonConfig: the service refuses our settings (a wrong or revoked
+	// token, a missing scope, a channel the bot is not in). Every notice
+	// would fail alike until an operator fixes it, so notices wait: they are
+	// retried with backoff and never dropped.
+	ReasonConfig = "config"
 )
 
 // DeliveryError tells the outbox why a delivery failed and when the server
@@ -60,7 +66,11 @@ const (
 type DeliveryError struct {
 	Reason     string        // one of the Reason constants
 	RetryAfter time.Duration // the server's Retry-After; 0 if none
-	Err        error
+	// ThisNoticeOnly says a retried failure may concern this batch alone
+	// (an error the integration does not know): it is rescheduled without
+	// pausing the other notices, so it cannot hold them up.
+	ThisNoticeOnly bool
+	Err            error
 }
 
 func (e *DeliveryError) Error() string {
@@ -79,6 +89,12 @@ func reasonOf(err error) string {
 		return de.Reason
 	}
 	return ReasonInternal
+}
+
+// thisNoticeOnly reports whether a failure concerns its batch alone.
+func thisNoticeOnly(err error) bool {
+	var de *DeliveryError
+	return errors.As(err, &de) && de.ThisNoticeOnly
 }
 
 // retryAfterOf returns the Retry-After a failure carries, or 0.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/memgate/memgate/memory"
@@ -46,11 +47,20 @@ const batchesPerPass = 50
 //     exponential backoff, never sooner than the server's Retry-After; the
 //     worker then pauses all deliveries until that time, since a rate limit
 //     or an outage applies to every notice alike;
-//   - a permanent failure (a 4xx, or an error the service says will not go
-//     away, like an unknown channel) is not retried: the notice is dropped,
-//     logged at error level and counted in memgate_notify_dropped_total. The
-//     record itself loses nothing: it stays in the review queue (CLI, admin
-//     API) and the Reminder re-announces pending items;
+//   - a failure of our settings (ReasonConfig: a wrong or revoked token, a
+//     missing scope, a channel the bot is not in) is never dropped, whatever
+//     the Notifier says: it is retried like an outage (the same curve, capped
+//     at Backoff.Max), logged at error level, counted as
+//     memgate_notify_retries_total{reason="config"} and alerted on; once the
+//     settings are fixed, RetryNow sends what waits without waiting out the
+//     backoff;
+//   - a retried failure marked ThisNoticeOnly (an error the integration does
+//     not know) reschedules that notice alone: the others keep flowing;
+//   - a permanent failure (a message the service can never take, e.g. too
+//     long) is not retried: the notice is dropped, logged at error level and
+//     counted in memgate_notify_dropped_total. The record itself loses
+//     nothing: it stays in the review queue (CLI, admin API) and the
+//     Reminder re-announces pending items;
 //   - retryable failures are retried forever: an outage loses nothing.
 //
 // Delivery is at least once: a crash after a message was posted but before
@@ -65,6 +75,7 @@ type Outbox struct {
 	timeout  time.Duration
 	wake     chan struct{}
 	writable func() error
+	retryNow atomic.Bool // set by RetryNow, taken by the worker's next pass
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -103,6 +114,19 @@ func (o *Outbox) Wake() {
 	case o.wake <- struct{}{}:
 	default:
 	}
+}
+
+// RetryNow tells the worker to deliver every waiting notice now instead of
+// when its backoff ends, and to end a pause: call it when a problem that
+// failed every delivery is known to be fixed (the Slack check passes again
+// after a bot was invited to its channel). Safe before Start and on a nil
+// Outbox; a notice that fails again is rescheduled as usual.
+func (o *Outbox) RetryNow() {
+	if o == nil {
+		return
+	}
+	o.retryNow.Store(true)
+	o.Wake()
 }
 
 // Start runs the worker until Stop or until ctx ends, delivering through n.
@@ -150,11 +174,15 @@ func (o *Outbox) run(ctx context.Context, n Notifier) {
 	defer timer.Stop()
 	for {
 		wait := o.poll
+		early := o.retryNow.Swap(false)
+		if early {
+			pausedUntil = time.Time{}
+		}
 		if now := o.now(); now.Before(pausedUntil) {
 			wait = min(wait, pausedUntil.Sub(now))
 		} else {
 			var next time.Time
-			next, pausedUntil = o.pass(ctx, n)
+			next, pausedUntil = o.pass(ctx, n, early)
 			if !pausedUntil.IsZero() {
 				next = pausedUntil
 			}
@@ -175,8 +203,10 @@ func (o *Outbox) run(ctx context.Context, n Notifier) {
 
 // pass delivers what is due until nothing is, or until a retryable failure
 // pauses the worker. It returns when the next notice falls due (zero: none
-// waiting) and, after a retryable failure, until when to pause.
-func (o *Outbox) pass(ctx context.Context, n Notifier) (next, pausedUntil time.Time) {
+// waiting) and, after a retryable failure, until when to pause. early
+// (RetryNow) takes every waiting notice in its first round, due or not;
+// later rounds keep to the schedule, so a notice that fails again waits.
+func (o *Outbox) pass(ctx context.Context, n Notifier, early bool) (next, pausedUntil time.Time) {
 	if o.writable != nil {
 		if err := o.writable(); err != nil {
 			o.log.Warn("outbox paused: the store takes no writes, so delivered notices could not be removed", "err", err)
@@ -190,7 +220,11 @@ func (o *Outbox) pass(ctx context.Context, n Notifier) (next, pausedUntil time.T
 			return o.now().Add(o.backoff.Initial), time.Time{}
 		}
 		now := o.now()
-		batches := plan(outbox, now, batchesPerPass)
+		dueBy := now
+		if early {
+			dueBy, early = farFuture, false
+		}
+		batches := plan(outbox, dueBy, batchesPerPass)
 		if len(batches) == 0 {
 			return nextDue(outbox, now), time.Time{}
 		}
@@ -202,6 +236,9 @@ func (o *Outbox) pass(ctx context.Context, n Notifier) (next, pausedUntil time.T
 	}
 	return time.Time{}, time.Time{}
 }
+
+// farFuture is a due time every notice's NextAttempt is before.
+var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func (o *Outbox) load(ctx context.Context) ([]*memory.Notice, error) {
 	var out []*memory.Notice
@@ -235,7 +272,7 @@ func (o *Outbox) deliver(ctx context.Context, n Notifier, batch []*memory.Notice
 		return time.Time{}, false
 	case ctx.Err() != nil:
 		return time.Time{}, true // stopping: the notice stays as it was
-	case retry:
+	case retry || reasonOf(err) == ReasonConfig: // a settings error is never dropped
 		reason := reasonOf(err)
 		o.metrics.onRetry(reason)
 		attempts := 0
@@ -244,10 +281,19 @@ func (o *Outbox) deliver(ctx context.Context, n Notifier, batch []*memory.Notice
 		}
 		attempts++
 		next := o.now().Add(o.backoff.delay(attempts, retryAfterOf(err)))
-		o.log.Warn("notice delivery failed; will retry", "kind", kind, "notice", first.ID, "record", first.RecordID,
-			"attempt", attempts, "reason", reason, "next", next, "err", err)
-		if serr := o.reschedule(book, batch, attempts, next, err); serr != nil {
+		attrs := []any{"kind", kind, "notice", first.ID, "record", first.RecordID,
+			"attempt", attempts, "reason", reason, "next", next, "err", err}
+		if reason == ReasonConfig {
+			o.log.Error("notice delivery refused: the integration's settings are wrong; the notice waits in the outbox and is retried", attrs...)
+		} else {
+			o.log.Warn("notice delivery failed; will retry", attrs...)
+		}
+		serr := o.reschedule(book, batch, attempts, next, err)
+		if serr != nil {
 			o.log.Error("recording a failed delivery in the outbox", "err", serr, "notice", first.ID)
+		}
+		if thisNoticeOnly(err) && serr == nil {
+			return time.Time{}, false // the others go on; plan skips this one until next
 		}
 		return next, true
 	default:

@@ -77,7 +77,7 @@ func TestOutboxDropsPermanentFailures(t *testing.T) {
 	second := e.park("beta")
 	rec := &recorder{answer: func(_ int, b []*memory.Notice) (bool, error) {
 		if b[0].RecordID == first.ID {
-			return false, &notify.DeliveryError{Reason: notify.ReasonClientError, Err: errors.New("channel_not_found")}
+			return false, &notify.DeliveryError{Reason: notify.ReasonClientError, Err: errors.New("413 request entity too large")}
 		}
 		return false, nil
 	}}

@@ -297,7 +297,10 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if outbox != nil {
-		sl, err := slacknotify.New(cfg.slack, slacknotify.Deps{Gov: gov, KV: st, Logger: log, Registerer: reg})
+		// OnReady: once the Slack check passes (at start, or after an invite),
+		// notices that waited for it go out without waiting out their backoff.
+		sl, err := slacknotify.New(cfg.slack, slacknotify.Deps{Gov: gov, KV: st, Logger: log, Registerer: reg,
+			OnReady: outbox.RetryNow})
 		if err != nil {
 			return err
 		}

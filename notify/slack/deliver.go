@@ -37,6 +37,9 @@ func (s *Service) Notify(ctx context.Context, batch []*memory.Notice) (bool, err
 	default:
 		return false, &notify.DeliveryError{Reason: notify.ReasonInternal, Err: fmt.Errorf("unknown notice kind %q", first.Kind)}
 	}
+	if err != nil {
+		s.refused(err) // a settings error: Slack is not ready, re-check soon
+	}
 	return classify(err)
 }
 
@@ -215,6 +218,7 @@ func (s *Service) post(ctx context.Context, fallback string, blocks ...slack.Blo
 	if err != nil {
 		return nil, fmt.Errorf("chat.postMessage: %w", err)
 	}
+	s.accepted()
 	if ch == "" {
 		ch = s.cfg.Channel
 	}
@@ -226,6 +230,7 @@ func (s *Service) update(ctx context.Context, ref *messageRef, fallback string, 
 	if _, _, _, err := s.api.UpdateMessageContext(ctx, ref.Channel, ref.TS, opts[:2]...); err != nil {
 		return fmt.Errorf("chat.update: %w", err)
 	}
+	s.accepted()
 	return nil
 }
 
@@ -234,6 +239,7 @@ func (s *Service) reply(ctx context.Context, ref *messageRef, fallback string, b
 	if _, _, err := s.api.PostMessageContext(ctx, ref.Channel, opts...); err != nil {
 		return fmt.Errorf("chat.postMessage (thread): %w", err)
 	}
+	s.accepted()
 	return nil
 }
 

@@ -5,7 +5,10 @@
 // by any route; only allowed reviewers decide. Interactivity arrives over
 // Socket Mode (outbound only) or a signed HTTP endpoint. Notices come from
 // the durable outbox in package notify; this package formats, calls the Web
-// API and classifies its answers.
+// API and classifies its answers (classify.go: one table, per notice or per
+// configuration). At start and periodically it checks the bot token and the
+// channel (check.go): a failure is a warning naming the fix and a metric,
+// and notices wait in the outbox until it is fixed.
 package slack
 
 // routeSlack is the memory.Review route of decisions taken in Slack.

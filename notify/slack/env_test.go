@@ -1,19 +1,24 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
@@ -62,30 +67,69 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 // governor writing the outbox, the outbox worker, the Slack service talking
 // to the fake Web API, and the admin listener with the signed endpoint.
 type env struct {
-	t      *testing.T
-	dir    string
-	fake   *fakeSlack
-	cfg    slacknotify.Config
-	st     *store.Store
-	gov    *memory.Governor
-	outbox *notify.Outbox
-	svc    *slacknotify.Service
-	admin  *httptest.Server
-	clicks atomic.Int64
+	t       *testing.T
+	dir     string
+	fake    *fakeSlack
+	cfg     slacknotify.Config
+	backoff notify.Backoff
+	st      *store.Store
+	gov     *memory.Governor
+	outbox  *notify.Outbox
+	svc     *slacknotify.Service
+	admin   *httptest.Server
+	reg     *prometheus.Registry // this run's metrics (a restart starts a new one)
+	logs    *syncBuffer          // every run's log
+	clicks  atomic.Int64
+}
+
+// envOptions adjust an env before its first start.
+type envOptions struct {
+	tune    func(*slacknotify.Config)
+	backoff notify.Backoff   // the outbox's; default 20ms doubling to 200ms
+	fake    func(*fakeSlack) // prepare Slack's answers before the start-up check
 }
 
 func newEnv(t *testing.T, tune func(*slacknotify.Config)) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), fake: newFakeSlack(t)}
+	return newEnvWith(t, envOptions{tune: tune})
+}
+
+func newEnvWith(t *testing.T, o envOptions) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), fake: newFakeSlack(t), backoff: o.backoff, logs: &syncBuffer{}}
+	if e.backoff == (notify.Backoff{}) {
+		e.backoff = notify.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	}
 	e.fake.groups[group] = []string{groupie}
+	if o.fake != nil {
+		o.fake(e.fake)
+	}
 	e.cfg = slacknotify.Config{BotToken: botToken, SigningSecret: secret, Channel: channel,
 		Reviewers: []string{reviewer}, ReviewerGroup: group, APIURL: e.fake.URL()}
-	if tune != nil {
-		tune(&e.cfg)
+	if o.tune != nil {
+		o.tune(&e.cfg)
 	}
 	e.open()
 	t.Cleanup(e.close)
 	return e
+}
+
+// syncBuffer is a log sink the service's goroutines may write concurrently.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (e *env) open() {
@@ -95,11 +139,14 @@ func (e *env) open() {
 		e.t.Fatal(err)
 	}
 	e.st = st
-	e.outbox = notify.NewOutbox(notify.OutboxOptions{Store: st, Poll: time.Hour,
-		Backoff: notify.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}})
+	e.reg = prometheus.NewRegistry()
+	log := slog.New(slog.NewTextHandler(e.logs, nil))
+	e.outbox = notify.NewOutbox(notify.OutboxOptions{Store: st, Poll: time.Hour, Backoff: e.backoff,
+		Metrics: notify.NewMetrics(e.reg), Logger: log})
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy),
 		Outbox: true, Waker: e.outbox})
-	e.svc, err = slacknotify.New(e.cfg, slacknotify.Deps{Gov: e.gov, KV: st})
+	e.svc, err = slacknotify.New(e.cfg, slacknotify.Deps{Gov: e.gov, KV: st, Registerer: e.reg, Logger: log,
+		OnReady: e.outbox.RetryNow})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -34,6 +34,8 @@ type fakeSlack struct {
 	groups     map[string][]string
 	failures   map[string][]fakeFailure
 	nextTS     int
+	authError  string // every method answers ok:false with it (a revoked token)
+	notMember  bool   // the bot is not in the channel: posts answer not_in_channel
 
 	sockMu   sync.Mutex
 	sock     *websocket.Conn
@@ -83,6 +85,8 @@ func newFakeSlack(t *testing.T) *fakeSlack {
 	f := &fakeSlack{t: t, messages: map[string]*fakeMessage{}, groups: map[string][]string{},
 		failures: map[string][]fakeFailure{}, sockUp: make(chan struct{}, 1), acks: make(chan string, 16), nextTS: 1}
 	f.srv = slacktest.NewTestServer(func(c slacktest.Customize) {
+		c.Handle("/auth.test", f.method("auth.test", f.authTest))
+		c.Handle("/conversations.info", f.method("conversations.info", f.conversationInfo))
 		c.Handle("/chat.postMessage", f.method("chat.postMessage", f.postMessage))
 		c.Handle("/chat.update", f.method("chat.update", f.update))
 		c.Handle("/chat.postEphemeral", f.method("chat.postEphemeral", f.postEphemeral))
@@ -131,9 +135,13 @@ func (f *fakeSlack) method(name string, h func(r *http.Request, form url.Values,
 			call.Status = fail.Status
 		}
 		f.calls = append(f.calls, call)
+		authError := f.authError
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		switch {
+		case authError != "" && (fail == nil || fail.Status == 0):
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": authError})
+			return
 		case fail != nil && fail.Status != 0:
 			if fail.RetryAfter != "" {
 				w.Header().Set("Retry-After", fail.RetryAfter)
@@ -160,9 +168,42 @@ func decodeBlocks(t *testing.T, s string) []map[string]any {
 	return out
 }
 
+// setAuthError makes every method answer ok:false with code ("" to stop):
+// a wrong, revoked or expired token.
+func (f *fakeSlack) setAuthError(code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.authError = code
+}
+
+// setMember puts the bot in the channel or takes it out (an invite, a kick).
+func (f *fakeSlack) setMember(in bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notMember = !in
+}
+
+func (f *fakeSlack) authTest(*http.Request, url.Values, []byte) any {
+	return map[string]any{"ok": true, "url": "https://memgate-test.slack.com/", "team": "memgate-test", "team_id": "T0TEST",
+		"user": "memgate", "user_id": "U0MEMGATE1", "bot_id": "B0MEMGATE1"}
+}
+
+func (f *fakeSlack) conversationInfo(_ *http.Request, form url.Values, _ []byte) any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if form.Get("channel") != channel {
+		return map[string]any{"ok": false, "error": "channel_not_found"}
+	}
+	return map[string]any{"ok": true, "channel": map[string]any{"id": channel, "name": "memory-reviews",
+		"is_channel": true, "is_member": !f.notMember, "is_archived": false}}
+}
+
 func (f *fakeSlack) postMessage(_ *http.Request, form url.Values, _ []byte) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.notMember {
+		return map[string]any{"ok": false, "error": "not_in_channel"}
+	}
 	ch := form.Get("channel")
 	if thread := form.Get("thread_ts"); thread != "" {
 		m, ok := f.messages[thread]
@@ -187,6 +228,9 @@ func (f *fakeSlack) newTS() string {
 func (f *fakeSlack) update(_ *http.Request, form url.Values, _ []byte) any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.notMember {
+		return map[string]any{"ok": false, "error": "not_in_channel"}
+	}
 	m, ok := f.messages[form.Get("ts")]
 	if !ok || m.Channel != form.Get("channel") {
 		return map[string]any{"ok": false, "error": "message_not_found"}

@@ -9,7 +9,8 @@ import (
 )
 
 // The manifests ask for exactly the scopes the code uses (chat:write for
-// post/update/ephemeral, usergroups:read for the reviewer group) and turn
+// post/update/ephemeral, channels:read and groups:read for the channel
+// check's conversations.info, usergroups:read for the reviewer group) and turn
 // interactivity on, over Socket Mode or a request URL.
 func TestSlackAppManifests(t *testing.T) {
 	type manifest struct {
@@ -37,7 +38,7 @@ func TestSlackAppManifests(t *testing.T) {
 			if err := yaml.Unmarshal(b, &m); err != nil {
 				t.Fatal(err)
 			}
-			if scopes := m.OAuth.Scopes.Bot; !slices.Equal(scopes, []string{"chat:write", "usergroups:read"}) || len(m.OAuth.Scopes.User) != 0 {
+			if scopes := m.OAuth.Scopes.Bot; !slices.Equal(scopes, []string{"chat:write", "channels:read", "groups:read", "usergroups:read"}) || len(m.OAuth.Scopes.User) != 0 {
 				t.Fatalf("scopes %v / user %v", scopes, m.OAuth.Scopes.User)
 			}
 			if !m.Settings.Interactivity.Enabled || m.Settings.SocketMode != socket || (m.Settings.Interactivity.RequestURL == "") != socket {

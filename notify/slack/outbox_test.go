@@ -48,7 +48,9 @@ func TestSlackOutageLosesNothing(t *testing.T) {
 
 func TestPermanentSlackErrorsAreNotRetried(t *testing.T) {
 	e := newEnv(t, nil)
-	e.fake.failNext("chat.postMessage", fakeFailure{SlackError: "channel_not_found"})
+	// msg_too_long concerns this message only (settings errors are kept:
+	// check_test.go).
+	e.fake.failNext("chat.postMessage", fakeFailure{SlackError: "msg_too_long"})
 	_, parked := e.parkOverride()
 	eventually(t, "the notice dropped", func() bool { return len(e.outboxNotices()) == 0 })
 	time.Sleep(100 * time.Millisecond) // several backoff periods: no retry may follow

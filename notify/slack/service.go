@@ -35,6 +35,11 @@ type Deps struct {
 	Registerer prometheus.Registerer // nil: metrics not registered
 	HTTPClient *http.Client          // default: a client with a 15s timeout
 	Now        func() time.Time
+	// OnReady is called when Slack becomes ready: the first passing check,
+	// or a check or delivery that succeeds after a failure. Wire it to
+	// (*notify.Outbox).RetryNow so notices that waited for a fixed token or
+	// an invite go out at once instead of when their backoff ends.
+	OnReady func()
 }
 
 // Service is the Slack integration: a notify.Notifier for the outbox, the
@@ -49,6 +54,9 @@ type Service struct {
 	log       *slog.Logger
 	metrics   *metrics
 	now       func() time.Time
+	health    health
+	nudge     chan struct{} // a delivery met a settings error: re-check soon
+	onReady   func()
 
 	mu       sync.Mutex
 	cancel   context.CancelFunc
@@ -68,7 +76,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Gov == nil || d.KV == nil {
 		return nil, errors.New("slack: a governor and a key-value store are required")
 	}
-	s := &Service{cfg: cfg, gov: d.Gov, refs: refs{kv: d.KV}, log: d.Logger, now: d.Now}
+	s := &Service{cfg: cfg, gov: d.Gov, refs: refs{kv: d.KV}, log: d.Logger, now: d.Now,
+		nudge: make(chan struct{}, 1), onReady: d.OnReady}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -106,9 +115,11 @@ func (s *Service) clientOptions(hc *http.Client, appToken string) []slack.Option
 	return opts
 }
 
-// Start connects Socket Mode when an app token is configured; it keeps
-// reconnecting until Stop. Without one it does nothing (the HTTP endpoint
-// and the outbox work without Start).
+// Start checks the Slack settings once (Check: the bot token, the channel;
+// a failure is a warning, never an error: memgate runs and the review queue
+// works from the CLI), then re-checks them periodically and, with an app
+// token, connects Socket Mode, until Stop. The HTTP endpoint and the outbox
+// work without Start.
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,10 +127,16 @@ func (s *Service) Start(ctx context.Context) error {
 		return errors.New("slack: already started")
 	}
 	s.started = true
+	ctx, s.cancel = context.WithCancel(ctx)
+	_ = s.Check(ctx) // logged and counted by Check
+	s.running.Add(1)
+	go func() {
+		defer s.running.Done()
+		s.checkLoop(ctx)
+	}()
 	if s.cfg.AppToken == "" {
 		return nil
 	}
-	ctx, s.cancel = context.WithCancel(ctx)
 	s.running.Add(1)
 	go func() {
 		defer s.running.Done()
@@ -150,15 +167,28 @@ func (s *Service) Stop(ctx context.Context) error {
 	}
 }
 
-type metrics struct{ interactions *prometheus.CounterVec }
+type metrics struct {
+	interactions  *prometheus.CounterVec
+	ready         prometheus.Gauge
+	checkFailures *prometheus.CounterVec
+}
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{interactions: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "memgate_slack_interactions_total",
 		Help: "Slack button clicks and dialogs handled, by action and result (ok, stale, already_decided, not_allowed, ...).",
-	}, []string{"action", "result"})}
+	}, []string{"action", "result"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "memgate_slack_ready",
+			Help: "1 when the last Slack check or delivery found the bot token and the review channel working, 0 while notices wait for a fix (see the log for it).",
+		}),
+		checkFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "memgate_slack_check_failures_total",
+			Help: "Failed Slack checks (auth.test, conversations.info) at start and periodically, by reason (token, scope, channel_not_found, not_in_channel, archived, restricted, unreachable, other).",
+		}, []string{"reason"}),
+	}
 	if reg != nil {
-		reg.MustRegister(m.interactions)
+		reg.MustRegister(m.interactions, m.ready, m.checkFailures)
 	}
 	return m
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -24,32 +25,80 @@ func TestClassify(t *testing.T) {
 		retry      bool
 		reason     string
 		retryAfter time.Duration
+		alone      bool // ThisNoticeOnly
 	}{
-		{"rate limited with Retry-After", &slack.RateLimitedError{RetryAfter: 7 * time.Second}, true, notify.ReasonRateLimited, 7 * time.Second},
-		{"429 without Retry-After", slack.StatusCodeError{Code: 429}, true, notify.ReasonRateLimited, 0},
-		{"503", slack.StatusCodeError{Code: 503}, true, notify.ReasonServerError, 0},
-		{"408", slack.StatusCodeError{Code: 408}, true, notify.ReasonServerError, 0},
-		{"403", slack.StatusCodeError{Code: 403}, false, notify.ReasonClientError, 0},
-		{"404", slack.StatusCodeError{Code: 404}, false, notify.ReasonClientError, 0},
-		{"channel_not_found", slack.SlackErrorResponse{Err: "channel_not_found"}, false, notify.ReasonRejected, 0},
-		{"invalid_auth", slack.SlackErrorResponse{Err: "invalid_auth"}, false, notify.ReasonRejected, 0},
-		{"internal_error", slack.SlackErrorResponse{Err: "internal_error"}, true, notify.ReasonServerError, 0},
-		{"ratelimited", slack.SlackErrorResponse{Err: "ratelimited"}, true, notify.ReasonServerError, 0},
-		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true, notify.ReasonNetwork, 0},
-		{"unknown record", memory.Errorf(memory.ENOTFOUND, "memory x not found"), false, notify.ReasonInternal, 0},
-		{"store failure", errors.New("store: view: disk on fire"), true, notify.ReasonNetwork, 0},
+		{"rate limited with Retry-After", &slack.RateLimitedError{RetryAfter: 7 * time.Second}, true, notify.ReasonRateLimited, 7 * time.Second, false},
+		{"429 without Retry-After", slack.StatusCodeError{Code: 429}, true, notify.ReasonRateLimited, 0, false},
+		{"503", slack.StatusCodeError{Code: 503}, true, notify.ReasonServerError, 0, false},
+		{"408", slack.StatusCodeError{Code: 408}, true, notify.ReasonServerError, 0, false},
+		// A proxy's 403 or a wrong API URL's 404 fails every notice alike: kept.
+		{"403", slack.StatusCodeError{Code: 403}, true, notify.ReasonConfig, 0, false},
+		{"404", slack.StatusCodeError{Code: 404}, true, notify.ReasonConfig, 0, false},
+		{"413: this message only", slack.StatusCodeError{Code: 413}, false, notify.ReasonClientError, 0, false},
+		// Settings errors are never dropped.
+		{"invalid_auth", slack.SlackErrorResponse{Err: "invalid_auth"}, true, notify.ReasonConfig, 0, false},
+		{"token_revoked", slack.SlackErrorResponse{Err: "token_revoked"}, true, notify.ReasonConfig, 0, false},
+		{"missing_scope", slack.SlackErrorResponse{Err: "missing_scope"}, true, notify.ReasonConfig, 0, false},
+		{"channel_not_found", slack.SlackErrorResponse{Err: "channel_not_found"}, true, notify.ReasonConfig, 0, false},
+		{"not_in_channel", slack.SlackErrorResponse{Err: "not_in_channel"}, true, notify.ReasonConfig, 0, false},
+		{"is_archived", slack.SlackErrorResponse{Err: "is_archived"}, true, notify.ReasonConfig, 0, false},
+		// Only what this one message can never be is dropped.
+		{"msg_too_long", slack.SlackErrorResponse{Err: "msg_too_long"}, false, notify.ReasonRejected, 0, false},
+		{"invalid_blocks", slack.SlackErrorResponse{Err: "invalid_blocks"}, false, notify.ReasonRejected, 0, false},
+		{"message_not_found", slack.SlackErrorResponse{Err: "message_not_found"}, false, notify.ReasonRejected, 0, false},
+		// An error nobody listed is kept, retried on its own.
+		{"an unknown error", slack.SlackErrorResponse{Err: "some_new_error"}, true, notify.ReasonRejected, 0, true},
+		{"internal_error", slack.SlackErrorResponse{Err: "internal_error"}, true, notify.ReasonServerError, 0, false},
+		{"ratelimited", slack.SlackErrorResponse{Err: "ratelimited"}, true, notify.ReasonServerError, 0, false},
+		{"connection refused", &net.OpError{Op: "dial", Err: errors.New("connection refused")}, true, notify.ReasonNetwork, 0, false},
+		{"unknown record", memory.Errorf(memory.ENOTFOUND, "memory x not found"), false, notify.ReasonInternal, 0, false},
+		{"store failure", errors.New("store: view: disk on fire"), true, notify.ReasonNetwork, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			retry, err := classify(tt.err)
+			retry, err := classify(fmt.Errorf("chat.postMessage: %w", tt.err))
 			var de *notify.DeliveryError
 			if !errors.As(err, &de) {
 				t.Fatalf("classify returned %v, not a DeliveryError", err)
 			}
-			if retry != tt.retry || de.Reason != tt.reason || de.RetryAfter != tt.retryAfter {
-				t.Fatalf("classify = (retry %v, %s, %s), want (%v, %s, %s)", retry, de.Reason, de.RetryAfter, tt.retry, tt.reason, tt.retryAfter)
+			if retry != tt.retry || de.Reason != tt.reason || de.RetryAfter != tt.retryAfter || de.ThisNoticeOnly != tt.alone {
+				t.Fatalf("classify = (retry %v, %s, %s, alone %v), want (%v, %s, %s, %v)",
+					retry, de.Reason, de.RetryAfter, de.ThisNoticeOnly, tt.retry, tt.reason, tt.retryAfter, tt.alone)
 			}
 		})
+	}
+}
+
+// Every settings error in the table names what to fix, and every row has a
+// class: a row without one would read as an unknown error.
+func TestSlackErrorTable(t *testing.T) {
+	for code, row := range slackErrors {
+		switch row.class {
+		case settings:
+			if row.problem == "" {
+				t.Errorf("%s: a settings error without a problem", code)
+			}
+		case passing, thisMessage:
+			if row.problem != "" {
+				t.Errorf("%s: only settings errors name a problem", code)
+			}
+		default:
+			t.Errorf("%s: no class", code)
+		}
+	}
+}
+
+func TestRecheckDelayBacksOff(t *testing.T) {
+	for _, tt := range []struct {
+		failures int
+		want     time.Duration
+	}{
+		{0, 10 * time.Minute}, {1, time.Minute}, {2, 2 * time.Minute}, {3, 4 * time.Minute},
+		{4, 8 * time.Minute}, {5, 10 * time.Minute}, {50, 10 * time.Minute},
+	} {
+		if got := recheckDelay(tt.failures); got != tt.want {
+			t.Errorf("recheckDelay(%d) = %s, want %s", tt.failures, got, tt.want)
+		}
 	}
 }
 
