@@ -146,6 +146,22 @@ func loadSlot(tx ReadTx, slotID string) (SlotState, error) {
 	return st, err
 }
 
+// loadRest is loadSlot for a slot already read (nil: there is none).
+func loadRest(tx ReadTx, slot *Slot) (SlotState, error) {
+	st := SlotState{Slot: slot}
+	if slot == nil {
+		return st, nil
+	}
+	var err error
+	if slot.Head != "" {
+		if st.Head, err = tx.Record(slot.Head); err != nil {
+			return st, fmt.Errorf("slot %s head: %w", slot.ID, err)
+		}
+	}
+	st.Pending, err = tx.SlotPending(slot.ID)
+	return st, err
+}
+
 // loadHead is loadSlot without the pending writes, which undoing versions
 // does not look at (Rollback, Retract and Reject decide on the slot and
 // its head): quarantine and restore skip a prefix scan per slot. A

@@ -56,38 +56,45 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 		return nil, err
 	}
 	findings := ScanRecord(g.secrets, rec)
-	verdict := g.askJudge(ctx, rec, findings)
+	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, tenant: tenant,
+		findings: findings, verdict: g.askJudge(ctx, rec, findings)}
+
+	// Policy decides from a snapshot, before the slot is locked; the
+	// transaction keeps the decision if the slot is still at the revision
+	// it was made at, and decides again against the new state otherwise.
+	var snap SlotState
+	err := g.store.View(ctx, func(tx ReadTx) (err error) {
+		snap, err = loadSlot(tx, rec.SlotID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	r, err := g.rule(ctx, snap, w)
+	if err != nil {
+		return nil, err // an answer about the snapshot; nothing was written
+	}
 
 	unlock := g.lock(rec.SlotID)
 	var res *SubmitResult
 	var conflicts []string
-	var action Action
-	var risk Risk
-	err := g.update(ctx, unlock, func(tx Tx) error {
-		st, err := loadSlot(tx, rec.SlotID)
-		if err != nil {
+	err = g.update(ctx, unlock, func(tx Tx) error {
+		slot, err := tx.Slot(rec.SlotID) // a read the transaction conflicts on
+		if ErrorCode(err) == ENOTFOUND {
+			slot, err = nil, nil
+		} else if err != nil {
 			return err
 		}
-		if c.SlotID != "" && st.Slot == nil {
-			return Errorf(ENOTFOUND, "memory %s not found", c.SlotID)
+		if !sameRev(slot, r.st.Slot) {
+			st, err := loadRest(tx, slot)
+			if err != nil {
+				return err
+			}
+			if r, err = g.rule(ctx, st, w); err != nil {
+				return err
+			}
 		}
-		if a := st.Active(); a != nil && !tenant.Covers(a.Scope) {
-			// Reached by name in a shared slot, or by id: the active
-			// version is another tenant's, which this caller cannot see.
-			return notFound(rec.SlotID)
-		}
-		rec.Layer = HighestLayer(append(st.Layers(), rec.Layer)...)
-		in := &PolicyInput{Op: rec.Op, Candidate: rec, Current: st.Active(), Pending: st.Pending,
-			Actor: rec.Actor, Dialect: rec.Actor.Dialect, Secrets: findings, Judge: verdict}
-		if in.Pending == nil {
-			in.Pending = []*Record{}
-		}
-		dec := withSecrets(g.classify(ctx, in), findings)
-		if adopt && dec.Action == ActionReview && st.Active() == nil && len(st.Pending) == 0 {
-			dec.Action = ActionApply
-			dec.Reasons = append(slices.Clone(dec.Reasons), Reason{Rule: RuleBaselineAdopted,
-				Message: "adopted as the baseline: it was in force before memgate governed it"})
-		}
+		st, dec, in := r.st, r.dec, r.input()
 		eff, outcome, err := Submit(st, rec, dec, now)
 		if err != nil {
 			return err
@@ -120,18 +127,80 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 		case OutcomeApplied, OutcomeParked:
 			res.Replaced = st.Active()
 		}
-		conflicts, action, risk = eff.Conflicts, dec.Action, dec.Risk
+		conflicts = eff.Conflicts
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	g.obs.Write(rec.Actor.Dialect, action, risk)
+	g.obs.Write(rec.Actor.Dialect, r.dec.Action, r.dec.Risk)
 	for _, k := range conflicts {
 		g.obs.Conflict(k)
 	}
 	g.wake(res.Outcome == OutcomeParked)
 	return res, nil
+}
+
+// write is a placed candidate on its way to a decision: what does not
+// depend on the slot's state.
+type write struct {
+	rec      *Record
+	placed   Layer // its layer before the slot's layers raise it
+	byID     bool  // an edit or delete of a memory named by id
+	adopt    bool
+	tenant   Tenant
+	findings []SecretFinding
+	verdict  *Verdict
+}
+
+// ruling is policy's decision on a write against one state of its slot.
+type ruling struct {
+	st  SlotState
+	w   *write
+	dec Decision
+}
+
+func (r *ruling) input() *PolicyInput {
+	in := &PolicyInput{Op: r.w.rec.Op, Candidate: r.w.rec, Current: r.st.Active(), Pending: r.st.Pending,
+		Actor: r.w.rec.Actor, Dialect: r.w.rec.Actor.Dialect, Secrets: r.w.findings, Judge: r.w.verdict}
+	if in.Pending == nil {
+		in.Pending = []*Record{}
+	}
+	return in
+}
+
+// rule evaluates policy on the write against the slot state st. It sets
+// the record's layer from the placed one and st (a slot holding a higher
+// layer judges the write at it), so a decision taken again against a
+// newer state starts from the same record.
+func (g *Governor) rule(ctx context.Context, st SlotState, w *write) (*ruling, error) {
+	if w.byID && st.Slot == nil {
+		return nil, Errorf(ENOTFOUND, "memory %s not found", w.rec.SlotID)
+	}
+	if a := st.Active(); a != nil && !w.tenant.Covers(a.Scope) {
+		// Reached by name in a shared slot, or by id: the active
+		// version is another tenant's, which this caller cannot see.
+		return nil, notFound(w.rec.SlotID)
+	}
+	w.rec.Layer = HighestLayer(append(st.Layers(), w.placed)...)
+	r := &ruling{st: st, w: w}
+	dec := withSecrets(g.classify(ctx, r.input()), w.findings)
+	if w.adopt && dec.Action == ActionReview && st.Active() == nil && len(st.Pending) == 0 {
+		dec.Action = ActionApply
+		dec.Reasons = append(slices.Clone(dec.Reasons), Reason{Rule: RuleBaselineAdopted,
+			Message: "adopted as the baseline: it was in force before memgate governed it"})
+	}
+	r.dec = dec
+	return r, nil
+}
+
+// sameRev reports whether a slot read in a transaction is at the revision
+// of the one a decision was made from (both absent counts).
+func sameRev(cur, seen *Slot) bool {
+	if cur == nil || seen == nil {
+		return cur == nil && seen == nil
+	}
+	return cur.Rev == seen.Rev && cur.Head == seen.Head
 }
 
 // placeRecord decides the record's slot and layer. Policy reads the

@@ -141,14 +141,17 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 	}
 }
 
-// touchSlot returns a copy of the slot to write, creating it on first use.
+// touchSlot returns a copy of the slot to write, creating it on first use,
+// at the next revision. Every transition that changes a slot's head or
+// pending writes goes through it (see Slot.Rev).
 func touchSlot(s *Slot, rec *Record, now time.Time) *Slot {
 	if s == nil {
 		return &Slot{ID: rec.SlotID, SubjectID: rec.SubjectID, FactType: rec.FactType,
-			Layer: rec.Layer, Scope: rec.Scope, CreatedAt: now, UpdatedAt: now}
+			Layer: rec.Layer, Scope: rec.Scope, Rev: 1, CreatedAt: now, UpdatedAt: now}
 	}
 	c := *s
 	c.UpdatedAt = now
+	c.Rev++
 	return &c
 }
 
@@ -222,7 +225,7 @@ func Approve(st SlotState, rec *Record, rv Review, now time.Time) (Effects, erro
 			eff.Slots = append(eff.Slots, touchSlot(st.Slot, rec, now)) // it loses a pending write
 		}
 		own := &Slot{ID: rec.ID, SubjectID: rec.SubjectID, Layer: rec.Layer, Scope: rec.Scope,
-			Versions: 1, CreatedAt: now, UpdatedAt: now}
+			Versions: 1, Rev: 1, CreatedAt: now, UpdatedAt: now}
 		rec.SlotID, rec.FactType, rec.ExpectedHead = own.ID, "", ""
 		eff.Slots = append(eff.Slots, own)
 		ev = activate(&eff, own, nil, rec, now)
