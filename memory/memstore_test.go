@@ -228,7 +228,7 @@ func (t *memTx) PutRecord(r *Record) error {
 	return t.put(t.s.records, r.ID, r)
 }
 
-func (t *memTx) PutSlot(s *Slot) error                    { return t.put(t.s.slots, s.ID, s) }
+func (t *memTx) PutSlot(s *Slot) error                   { return t.put(t.s.slots, s.ID, s) }
 func (t *memTx) PutRollbackPoint(p *RollbackPoint) error { return t.put(t.s.points, p.ID, p) }
 func (t *memTx) PutNotice(n *Notice) error               { return t.put(t.s.notices, n.ID, n) }
 
