@@ -40,6 +40,16 @@ type Options struct {
 
 // Governor runs every memory write through policy and applies the resulting
 // transition in one store transaction. It is safe for concurrent use.
+//
+// A write (submit.go) is placed, scanned for secrets and shown to the
+// judge; policy then decides it from a snapshot of its slot, with no lock
+// held (classify.go). The slot's stripe lock is taken (locks.go) and the
+// transaction keeps that decision if the slot is still at the revision it
+// was made at, else decides again; it applies the pure transition's
+// effects (transitions.go), and the write is answered once durable.
+// Reviews (review.go) and rollbacks (rollback.go) decide under the lock;
+// quarantine and restore (bulk.go) undo many slots in batches
+// (batchtx.go).
 type Governor struct {
 	store   Store
 	policy  Classifier

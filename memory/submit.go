@@ -208,7 +208,7 @@ func sameRev(cur, seen *Slot) bool {
 // memories also get their fact type (and a subject, where the writer gave
 // only a scope) from it. The record's layer is the highest of the declared
 // and the inferred one: a writer's declaration can raise risk, never lower
-// it (the slot's own layers are added under the slot's lock, in Submit).
+// it (the slot's own layers are added when policy decides, in rule).
 func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 	rec.DeclaredLayer = rec.Layer
 	subjectFromScope := false
