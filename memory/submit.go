@@ -72,7 +72,7 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 	}
 	r, err := g.rule(ctx, snap, w)
 	if err != nil {
-		return nil, err // an answer about the snapshot; nothing was written
+		return nil, fmt.Errorf("submit: %w", err) // an answer about the snapshot; nothing was written
 	}
 
 	unlock := g.lock(rec.SlotID)
