@@ -30,6 +30,17 @@ func (g *Governor) stripe(slotID string) int {
 	return int(h.Sum32() % uint32(len(g.stripes)))
 }
 
+// busy reports whether another write holds slotID's lock (or one that
+// shares its stripe) at this instant: a hint, which may be stale at once.
+func (g *Governor) busy(slotID string) bool {
+	m := &g.stripes[g.stripe(slotID)]
+	if !m.TryLock() {
+		return true
+	}
+	m.Unlock()
+	return false
+}
+
 // update runs fn in a transaction of the store and calls unlock, which
 // releases the locks of the slots fn changes: as soon as the transaction
 // has committed when the store can wait for durability apart (see

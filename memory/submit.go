@@ -62,30 +62,35 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 	// Policy decides from a snapshot, before the slot is locked; the
 	// transaction keeps the decision if the slot is still at the revision
 	// it was made at, and decides again against the new state otherwise.
-	var snap SlotState
-	err := g.store.View(ctx, func(tx ReadTx) (err error) {
-		snap, err = loadSlot(tx, rec.SlotID)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("submit: %w", err)
-	}
-	r, err := g.rule(ctx, snap, w)
-	if err != nil {
-		return nil, fmt.Errorf("submit: %w", err) // an answer about the snapshot; nothing was written
+	// While another write holds the slot's lock, a snapshot would most
+	// likely be outdated by the time the lock is ours: the transaction
+	// decides alone, and policy still runs once.
+	var r *ruling
+	if !g.busy(rec.SlotID) {
+		var snap SlotState
+		err := g.store.View(ctx, func(tx ReadTx) (err error) {
+			snap, err = loadSlot(tx, rec.SlotID)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		if r, err = g.rule(ctx, snap, w); err != nil {
+			return nil, fmt.Errorf("submit: %w", err) // an answer about the snapshot; nothing was written
+		}
 	}
 
 	unlock := g.lock(rec.SlotID)
 	var res *SubmitResult
 	var conflicts []string
-	err = g.update(ctx, unlock, func(tx Tx) error {
+	err := g.update(ctx, unlock, func(tx Tx) error {
 		slot, err := tx.Slot(rec.SlotID) // a read the transaction conflicts on
 		if ErrorCode(err) == ENOTFOUND {
 			slot, err = nil, nil
 		} else if err != nil {
 			return err
 		}
-		if !sameRev(slot, r.st.Slot) {
+		if r == nil || !sameRev(slot, r.st.Slot) {
 			st, err := loadRest(tx, slot)
 			if err != nil {
 				return err
