@@ -230,8 +230,32 @@ func (m *slotMachine) step(kind, arg byte) {
 		}
 		m.t.Fatalf("%s: %v\n%s", what, err, strings.Join(m.log, "\n"))
 	}
+	before, rev := m.decidedOn(), m.rev()
 	m.apply(eff)
+	if m.decidedOn() != before && m.rev() != rev+1 {
+		// A write decided from a snapshot at the old revision would be
+		// committed against a state policy never saw.
+		m.t.Fatalf("%s changed the slot's head or pending writes but took its revision from %d to %d\n%s",
+			what, rev, m.rev(), strings.Join(m.log, "\n"))
+	}
 	m.check()
+}
+
+// decidedOn is what policy reads of the slot: its head and pending writes.
+func (m *slotMachine) decidedOn() string {
+	st := m.state()
+	b, err := json.Marshal([]any{st.Head, st.Pending})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return string(b)
+}
+
+func (m *slotMachine) rev() uint64 {
+	if m.slot == nil {
+		return 0
+	}
+	return m.slot.Rev
 }
 
 // check holds the slot to DESIGN §1: one active version, the head is the
@@ -281,7 +305,9 @@ func (m *slotMachine) check() {
 
 // FuzzSlotTransitions runs random sequences of submits, approvals,
 // rejections, stale approvals, deletions and rollbacks on one slot through
-// the pure transitions and checks the slot's invariants after each.
+// the pure transitions and checks the slot's invariants after each, and
+// that each one that changed what policy reads of the slot moved its
+// revision on by one (Slot.Rev: what the governor's snapshot check trusts).
 func FuzzSlotTransitions(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 2, 7, 0, 7, 0})             // apply twice, roll back both
 	f.Add([]byte{0, 2, 1, 2, 1, 4, 4, 0, 4, 1})       // two parked writes; approving one makes the other stale

@@ -1,349 +1,194 @@
 package memory
 
 import (
-	"crypto/sha256"
+	"crypto/rand"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
-// SlotState is what the governor knows about a slot when it decides.
-type SlotState struct {
-	Slot    *Slot     // nil for a slot that does not exist yet
-	Head    *Record   // the latest applied version (active, or a deletion); nil if none
-	Pending []*Record // parked writes, oldest first
+// Options configure a Governor. Store and Classifier are required.
+type Options struct {
+	Store      Store
+	Classifier Classifier
+	Observer   Observer
+	Logger     *slog.Logger
+	Now        func() time.Time
+	NewID      func() string
+	// Outbox enables storing reviewer notifications with each transition;
+	// Waker, if set, is told after commit that there is something to deliver.
+	Outbox bool
+	Waker  Notified
+	// PolicyTimeout bounds one policy evaluation; past it the write is parked.
+	PolicyTimeout time.Duration
+	// BatchSlots is how many slots quarantine and restore change per transaction.
+	BatchSlots int
+	// Secrets scans every string a candidate carries (default: the
+	// Classifier, if it is a SecretScanner). A candidate
+	// with a finding is rejected and redacted whatever policy decides, so a
+	// secret is never applied, parked or logged; policy sees the findings
+	// as input.secrets.
+	Secrets SecretScanner
+	// Judge, if set, gives a model's second opinion on a candidate's text,
+	// as input.judge. It is asked before the slot is locked; an error or a
+	// late answer leaves the rules' verdict alone.
+	Judge Judge
 }
 
-// Layers returns the layers the slot holds: its own, its head's and its
-// pending writes'. A write to the slot is judged at least at the highest.
-func (s *SlotState) Layers() []Layer {
-	var out []Layer
-	if s.Slot != nil {
-		out = append(out, s.Slot.Layer)
-	}
-	if s.Head != nil {
-		out = append(out, s.Head.Layer)
-	}
-	for _, p := range s.Pending {
-		out = append(out, p.Layer)
-	}
-	return out
+// Governor runs every memory write through policy and applies the resulting
+// transition in one store transaction. It is safe for concurrent use.
+//
+// A write (submit.go) is placed, scanned for secrets and shown to the
+// judge; policy then decides it from a snapshot of its slot, with no lock
+// held (classify.go). The slot's stripe lock is taken (locks.go) and the
+// transaction keeps that decision if the slot is still at the revision it
+// was made at, else decides again; it applies the pure transition's
+// effects (transitions.go), and the write is answered once durable.
+// Reviews (review.go) and rollbacks (rollback.go) decide under the lock;
+// quarantine and restore (bulk.go) undo many slots in batches
+// (batchtx.go).
+type Governor struct {
+	store   Store
+	policy  Classifier
+	obs     Observer
+	log     *slog.Logger
+	now     func() time.Time
+	newID   func() string
+	outbox  bool
+	waker   Notified
+	timeout time.Duration
+	batch   int
+	secrets SecretScanner
+	judge   Judge
+	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
 }
 
-// Active returns the slot's active record, or nil.
-func (s *SlotState) Active() *Record {
-	if s.Head != nil && s.Head.Status == StatusActive {
-		return s.Head
+// NewGovernor returns a Governor with defaults filled in.
+func NewGovernor(o Options) *Governor {
+	g := &Governor{store: o.Store, policy: o.Classifier, obs: o.Observer, log: o.Logger, now: o.Now,
+		newID: o.NewID, outbox: o.Outbox, waker: o.Waker, timeout: o.PolicyTimeout, batch: o.BatchSlots,
+		secrets: o.Secrets, judge: o.Judge}
+	if g.secrets == nil {
+		g.secrets, _ = o.Classifier.(SecretScanner)
+	}
+	if g.obs == nil {
+		g.obs = NopObserver{}
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
+	if g.now == nil {
+		g.now = func() time.Time { return time.Now().UTC() }
+	}
+	if g.newID == nil {
+		g.newID = NewULIDSource()
+	}
+	if g.timeout <= 0 {
+		g.timeout = 250 * time.Millisecond
+	}
+	if g.batch <= 0 {
+		g.batch = 32
+	}
+	return g
+}
+
+// NewULIDSource returns a concurrency-safe generator of monotonic ULIDs, so
+// ids sort by creation time even within one millisecond.
+func NewULIDSource() func() string {
+	var mu sync.Mutex
+	entropy := ulid.Monotonic(rand.Reader, 0)
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return ulid.MustNew(ulid.Now(), entropy).String()
+	}
+}
+
+// apply writes effects into tx, naming events and notices.
+func (g *Governor) apply(tx Tx, eff *Effects) error {
+	for _, s := range eff.Slots {
+		if err := tx.PutSlot(s); err != nil {
+			return err
+		}
+	}
+	for _, r := range eff.Records {
+		if err := tx.PutRecord(r); err != nil {
+			return err
+		}
+	}
+	for _, p := range eff.Points {
+		if err := tx.PutRollbackPoint(p); err != nil {
+			return err
+		}
+	}
+	for _, ev := range eff.Events {
+		ev.ID = g.newID()
+		if err := tx.AppendEvent(ev); err != nil {
+			return err
+		}
+	}
+	if g.outbox {
+		for _, n := range eff.Notices {
+			n.ID = g.newID()
+			if err := tx.PutNotice(n); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
 
-func (s *SlotState) headID() string {
-	if s.Head == nil {
-		return ""
+func (g *Governor) wake(ok bool) {
+	if ok && g.outbox && g.waker != nil {
+		g.waker.Wake()
 	}
-	return s.Head.ID
 }
 
-// Effects are what a transition writes. The store applies them in one
-// transaction; nothing here has happened until it commits.
-type Effects struct {
-	Slots     []*Slot
-	Records   []*Record
-	Points    []*RollbackPoint
-	Events    []*Event
-	Notices   []*Notice
-	Conflicts []string // conflict kinds, for metrics
+func loadSlot(tx ReadTx, slotID string) (SlotState, error) {
+	st, err := loadHead(tx, slotID)
+	if err != nil || st.Slot == nil {
+		return st, err
+	}
+	st.Pending, err = tx.SlotPending(slotID)
+	return st, err
 }
 
-func (e *Effects) event(typ EventType, rec *Record, now time.Time) *Event {
-	ev := &Event{Type: typ, At: now, RecordID: rec.ID, SlotID: rec.SlotID, SubjectID: rec.SubjectID}
-	e.Events = append(e.Events, ev)
-	return ev
-}
-
-func (e *Effects) notice(kind NoticeKind, rec *Record, now time.Time) {
-	e.Notices = append(e.Notices, &Notice{Kind: kind, RecordID: rec.ID, At: now})
-}
-
-// Outcome is what happened to a submitted candidate.
-type Outcome string
-
-const (
-	OutcomeApplied   Outcome = "applied"   // active now
-	OutcomeParked    Outcome = "parked"    // waits for review
-	OutcomeRefused   Outcome = "rejected"  // policy rejected it
-	OutcomeUnchanged Outcome = "unchanged" // it repeated the active version
-)
-
-// Submit decides what happens to a new candidate record in its slot given
-// the policy decision. rec carries its id, slot id and content; Submit sets
-// everything policy and time decide.
-func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Outcome, error) {
-	var eff Effects
-	rec = rec.Clone()
-	rec.CreatedAt = now
-	rec.RiskLevel = dec.Risk
-	rec.Categories = append([]string(nil), dec.Categories...)
-	rec.Affects = append([]string(nil), dec.Affects...)
-	d := dec
-	rec.Decision = &d
-
-	active := st.Active()
-	if rec.Op == OpDelete && active == nil {
-		return eff, "", Errorf(ENOTFOUND, "memory %s has no active version to delete", rec.SlotID)
+// loadRest is loadSlot for a slot already read (nil: there is none).
+func loadRest(tx ReadTx, slot *Slot) (SlotState, error) {
+	st := SlotState{Slot: slot}
+	if slot == nil {
+		return st, nil
 	}
-	if dec.Action == ActionApply && rec.Op != OpDelete && active.SameContent(rec) {
-		ev := eff.event(EventUnchanged, active, now)
-		ev.Actor = &rec.Actor
-		return eff, OutcomeUnchanged, nil
-	}
-
-	if dec.Action == ActionReject {
-		redact(rec, dec.Redact) // before the slot is touched: a new slot copies its fields
-	}
-	slot := touchSlot(st.Slot, rec, now)
-	slot.Versions++
-	eff.Slots = append(eff.Slots, slot)
-
-	switch dec.Action {
-	case ActionReject:
-		rec.Status = StatusRejected
-		rec.DecidedAt = now
-		eff.Records = append(eff.Records, rec)
-		ev := eff.event(EventRejected, rec, now)
-		ev.Actor, ev.Decision = &rec.Actor, &d
-		return eff, OutcomeRefused, nil
-	case ActionReview:
-		rec.Status = StatusPending
-		rec.ExpectedHead = st.headID()
-		eff.Records = append(eff.Records, rec)
-		ev := eff.event(EventParked, rec, now)
-		ev.Actor, ev.Decision = &rec.Actor, &d
-		if active != nil && !active.SameContent(rec) {
-			eff.Conflicts = append(eff.Conflicts, ConflictOverrideParked)
-			ev.Related = append(ev.Related, active.ID)
+	var err error
+	if slot.Head != "" {
+		if st.Head, err = tx.Record(slot.Head); err != nil {
+			return st, fmt.Errorf("slot %s head: %w", slot.ID, err)
 		}
-		if len(st.Pending) > 0 {
-			eff.Conflicts = append(eff.Conflicts, ConflictPendingPending)
-			ev.Related = append(ev.Related, PendingIDs(st.Pending, MaxEventPending)...)
-		}
-		eff.notice(NoticeParked, rec, now)
-		return eff, OutcomeParked, nil
-	case ActionApply:
-		if active != nil {
-			eff.Conflicts = append(eff.Conflicts, ConflictOverrideApplied)
-		}
-		ev := activate(&eff, slot, st.Head, rec, now)
-		ev.Actor, ev.Decision = &rec.Actor, &d
-		return eff, OutcomeApplied, nil
-	default:
-		return eff, "", Errorf(EINTERNAL, "policy returned unknown action %q", dec.Action)
 	}
+	st.Pending, err = tx.SlotPending(slot.ID)
+	return st, err
 }
 
-// touchSlot returns a copy of the slot to write, creating it on first use.
-func touchSlot(s *Slot, rec *Record, now time.Time) *Slot {
-	if s == nil {
-		return &Slot{ID: rec.SlotID, SubjectID: rec.SubjectID, FactType: rec.FactType,
-			Layer: rec.Layer, Scope: rec.Scope, CreatedAt: now, UpdatedAt: now}
+// loadHead is loadSlot without the pending writes, which undoing versions
+// does not look at (Rollback, Retract and Reject decide on the slot and
+// its head): quarantine and restore skip a prefix scan per slot. A
+// concurrent park still conflicts on the slot key, which both write.
+func loadHead(tx ReadTx, slotID string) (SlotState, error) {
+	var st SlotState
+	slot, err := tx.Slot(slotID)
+	if ErrorCode(err) == ENOTFOUND {
+		return st, nil
+	} else if err != nil {
+		return st, err
 	}
-	c := *s
-	c.UpdatedAt = now
-	return &c
-}
-
-// activate makes rec the slot's head, superseding the previous head, and
-// takes the rollback point in the same set of effects.
-func activate(eff *Effects, slot *Slot, head, rec *Record, now time.Time) *Event {
-	point := &RollbackPoint{ID: RollbackPointID(rec.ID), SlotID: slot.ID, SubjectID: slot.SubjectID,
-		FactType: slot.FactType, RecordID: rec.ID, CreatedAt: now}
-	if head != nil {
-		point.Replaced = head.ID
-		old := head.Clone()
-		if old.Status == StatusActive {
-			old.Status = StatusSuperseded
+	st.Slot = slot
+	if slot.Head != "" {
+		if st.Head, err = tx.Record(slot.Head); err != nil {
+			return st, fmt.Errorf("slot %s head: %w", slotID, err)
 		}
-		old.SupersededBy, old.SupersededAt = rec.ID, now
-		eff.Records = append(eff.Records, old)
-		sup := eff.event(EventSuperseded, old, now)
-		sup.Related = []string{rec.ID}
 	}
-	rec.Supersedes = point.Replaced
-	rec.RollbackPoint = point.ID
-	rec.ActivatedAt = now
-	rec.Status = StatusActive
-	if rec.Op == OpDelete {
-		rec.Status = StatusDeleted
-	}
-	slot.Head = rec.ID
-	eff.Points = append(eff.Points, point)
-	eff.Records = append(eff.Records, rec)
-	ev := eff.event(EventApplied, rec, now)
-	if point.Replaced != "" {
-		ev.Related = []string{point.Replaced}
-	}
-	return ev
-}
-
-// Approve applies a parked write. In override mode it is a compare-and-swap:
-// if the slot's head is no longer the one the write meant to replace it
-// fails with ESTALE and changes nothing (see Restale). In append mode the
-// record moves to a slot of its own and replaces nothing.
-func Approve(st SlotState, rec *Record, rv Review, now time.Time) (Effects, error) {
-	var eff Effects
-	if rec.Status != StatusPending {
-		return eff, Errorf(EDECIDED, "memory %s was already decided (%s)", rec.ID, rec.Status)
-	}
-	if rv.Mode == "" {
-		rv.Mode = ModeOverride
-	}
-	rec = rec.Clone()
-	rv.Outcome, rv.At = OutcomeApproved, now
-	rec.Review, rec.DecidedAt = &rv, now
-
-	var ev *Event
-	switch rv.Mode {
-	case ModeOverride:
-		if st.headID() != rec.ExpectedHead {
-			return eff, Errorf(ESTALE, "memory %s was parked against version %q, but the slot is now at %q; it was re-evaluated and waits for a new decision",
-				rec.ID, rec.ExpectedHead, st.headID())
-		}
-		slot := touchSlot(st.Slot, rec, now)
-		eff.Slots = append(eff.Slots, slot)
-		ev = activate(&eff, slot, st.Head, rec, now)
-	case ModeAppend:
-		if !rec.Layer.AllowsAppend() {
-			return eff, Errorf(EINVALID, "approve as append is allowed for knowledge and preference, not %s", rec.Layer)
-		}
-		if rec.Op == OpDelete {
-			return eff, Errorf(EINVALID, "a deletion cannot be approved as append")
-		}
-		if st.Slot != nil {
-			eff.Slots = append(eff.Slots, touchSlot(st.Slot, rec, now)) // it loses a pending write
-		}
-		own := &Slot{ID: rec.ID, SubjectID: rec.SubjectID, Layer: rec.Layer, Scope: rec.Scope,
-			Versions: 1, CreatedAt: now, UpdatedAt: now}
-		rec.SlotID, rec.FactType, rec.ExpectedHead = own.ID, "", ""
-		eff.Slots = append(eff.Slots, own)
-		ev = activate(&eff, own, nil, rec, now)
-	default:
-		return eff, Errorf(EINVALID, "mode must be %q or %q, not %q", ModeOverride, ModeAppend, rv.Mode)
-	}
-	ev.Actor = &rec.Actor
-	ap := eff.event(EventApproved, rec, now)
-	ap.By, ap.Reason = rv.By, rv.Note
-	eff.notice(NoticeDecided, rec, now)
-	return eff, nil
-}
-
-// Reject denies a parked write.
-func Reject(st SlotState, rec *Record, rv Review, now time.Time) (Effects, error) {
-	var eff Effects
-	if rec.Status != StatusPending {
-		return eff, Errorf(EDECIDED, "memory %s was already decided (%s)", rec.ID, rec.Status)
-	}
-	rec = rec.Clone()
-	rv.Outcome, rv.At, rv.Mode = OutcomeRejected, now, ""
-	rec.Review, rec.DecidedAt, rec.Status = &rv, now, StatusRejected
-	if st.Slot != nil {
-		eff.Slots = append(eff.Slots, touchSlot(st.Slot, rec, now))
-	}
-	eff.Records = append(eff.Records, rec)
-	ev := eff.event(EventDenied, rec, now)
-	ev.By, ev.Reason = rv.By, rv.Note
-	eff.notice(NoticeDecided, rec, now)
-	return eff, nil
-}
-
-// Restale records that an approval found the slot changed: the parked write
-// now compares against the current head, carries the re-evaluated decision
-// and stays pending for a fresh human decision.
-func Restale(st SlotState, rec *Record, dec Decision, by string, now time.Time) Effects {
-	var eff Effects
-	rec = rec.Clone()
-	ev := eff.event(EventStale, rec, now)
-	ev.By, ev.Related = by, []string{rec.ExpectedHead, st.headID()}
-	ev.Decision = &dec
-	rec.ExpectedHead = st.headID()
-	rec.RiskLevel = dec.Risk
-	rec.Categories = append([]string(nil), dec.Categories...)
-	rec.Affects = append([]string(nil), dec.Affects...)
-	rec.Decision = &dec
-	if st.Slot != nil {
-		eff.Slots = append(eff.Slots, touchSlot(st.Slot, rec, now))
-	}
-	eff.Records = append(eff.Records, rec)
-	eff.notice(NoticeStale, rec, now)
-	return eff
-}
-
-// Rollback undoes the slot's head version: it becomes rolled_back and the
-// version its rollback point names becomes the head again. restore is that
-// version after skipping versions that were themselves rolled back (nil for
-// an empty slot). Rolling back anything but the head needs a cascade, which
-// the caller runs as repeated Rollbacks of the head.
-func Rollback(st SlotState, rec *Record, point *RollbackPoint, restore *Record, reason, by string, now time.Time) (Effects, error) {
-	var eff Effects
-	switch rec.Status {
-	case StatusActive, StatusDeleted:
-	case StatusSuperseded:
-		return eff, Errorf(ECONFLICT, "memory %s is no longer the slot's head (superseded by %s); roll back with cascade to undo it and every version after it", rec.ID, rec.SupersededBy)
-	case StatusRolledBack:
-		return eff, Errorf(ECONFLICT, "memory %s is already rolled back", rec.ID)
-	default:
-		return eff, Errorf(ECONFLICT, "memory %s was never applied (%s); reject it instead", rec.ID, rec.Status)
-	}
-	if st.Head == nil || st.Head.ID != rec.ID {
-		return eff, Errorf(ECONFLICT, "memory %s is not the slot's head (%s); roll back with cascade", rec.ID, st.headID())
-	}
-	if point == nil || point.RecordID != rec.ID {
-		return eff, Errorf(EINTERNAL, "memory %s has no rollback point", rec.ID)
-	}
-	rec = rec.Clone()
-	rec.Status, rec.RolledBackAt, rec.RollbackReason = StatusRolledBack, now, reason
-	slot := touchSlot(st.Slot, rec, now)
-	slot.Head = ""
-	eff.Slots = append(eff.Slots, slot)
-	eff.Records = append(eff.Records, rec)
-	ev := eff.event(EventRolledBack, rec, now)
-	ev.By, ev.Reason = by, reason
-	if restore != nil {
-		old := restore.Clone()
-		if old.Status == StatusSuperseded {
-			old.Status = StatusActive
-		}
-		old.SupersededBy, old.SupersededAt = "", time.Time{}
-		slot.Head = old.ID
-		eff.Records = append(eff.Records, old)
-		ev.Related = []string{old.ID}
-		rs := eff.event(EventRestored, old, now)
-		rs.By, rs.Reason, rs.Related = by, reason, []string{rec.ID}
-	}
-	eff.notice(NoticeRollback, rec, now)
-	return eff, nil
-}
-
-// Retract marks a version that is no longer the head as rolled back, so that
-// no later rollback restores it (used by quarantine for a run's versions that
-// someone else has since replaced).
-func Retract(rec *Record, reason, by string, now time.Time) (Effects, error) {
-	var eff Effects
-	if rec.Status != StatusSuperseded {
-		return eff, Errorf(ECONFLICT, "memory %s is %s, not superseded", rec.ID, rec.Status)
-	}
-	rec = rec.Clone()
-	rec.Status, rec.RolledBackAt, rec.RollbackReason = StatusRolledBack, now, reason
-	eff.Records = append(eff.Records, rec)
-	ev := eff.event(EventRolledBack, rec, now)
-	ev.By, ev.Reason = by, reason
-	return eff, nil
-}
-
-// redact keeps only a fingerprint of a rejected candidate's content: what
-// policy refuses may be exactly what must never be stored (a credential).
-func redact(r *Record, fields []string) {
-	sum := sha256.Sum256(append([]byte(r.Summary+"\x00"), r.Value...))
-	r.Summary = fmt.Sprintf("[redacted: %d bytes rejected by policy, sha256 %x]", len(r.Summary)+len(r.Value), sum[:8])
-	r.Value, r.Metadata, r.Evidence.Excerpt = nil, nil, ""
-	redactFields(r, fields)
+	return st, nil
 }

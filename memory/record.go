@@ -351,6 +351,12 @@ type Slot struct {
 	Versions  int       `json:"versions"`       // records ever submitted to the slot
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+	// Rev counts the transitions that changed the slot. Every one that
+	// changes its head or pending writes writes the slot too (touchSlot),
+	// so an unchanged Rev means an unchanged head and pending set: the
+	// governor decides a write from a snapshot and checks Rev in the
+	// transaction instead of reading the slot's records again.
+	Rev uint64 `json:"rev,omitempty"`
 }
 
 // KeyedSlotID names the slot shared by every writer of (subjectID, factType).

@@ -1,0 +1,324 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// SubmitResult is the outcome of one candidate.
+type SubmitResult struct {
+	Outcome  Outcome `json:"outcome"`
+	Record   *Record `json:"record"`             // the candidate as stored (the active record if unchanged)
+	Replaced *Record `json:"replaced,omitempty"` // what it replaced, or would replace once approved
+}
+
+// Submit runs a candidate through policy and applies, parks or rejects it.
+// Errors: EINVALID for bad input, ENOTFOUND for an unknown slot or a delete
+// of nothing, EINTERNAL for storage failures (then nothing was written).
+func (g *Governor) Submit(ctx context.Context, c Candidate) (*SubmitResult, error) {
+	return g.submit(ctx, c, false)
+}
+
+// RuleBaselineAdopted names the reason Adopt adds to a decision it applied
+// although policy would have parked it.
+const RuleBaselineAdopted = "baseline_adopted"
+
+// Adopt is Submit for content that was already in force before memgate
+// governed it: the lines of a Markdown memory file when memgate first
+// guards it. A candidate for an empty slot (no active, no pending
+// version) applies even where policy would park it, with policy's risk and
+// categories kept and a baseline_adopted reason added, since parking what
+// the agent already reads would change nothing it acts on. Rejections
+// stand (a secret is never stored), and a slot that holds anything is
+// governed as by Submit.
+func (g *Governor) Adopt(ctx context.Context, c Candidate) (*SubmitResult, error) {
+	return g.submit(ctx, c, true)
+}
+
+func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*SubmitResult, error) {
+	if err := c.Normalize(); err != nil {
+		return nil, err
+	}
+	tenant := TenantOf(ctx)
+	if tenant.Bound() {
+		var err error
+		if c.Scope, err = tenant.Confine(c.Scope); err != nil {
+			return nil, err
+		}
+	}
+	now := g.now()
+	rec := &Record{ID: g.newID(), SlotID: c.SlotID, Op: c.Op, Layer: c.Layer, SubjectID: c.SubjectID,
+		FactType: c.FactType, Summary: c.Summary, Value: c.Value, CandidateSource: c.CandidateSource,
+		Actor: c.Actor, Scope: c.Scope, Metadata: c.Metadata, Evidence: c.Evidence, CreatedAt: now}
+	if err := g.placeRecord(ctx, rec); err != nil {
+		return nil, err
+	}
+	findings := ScanRecord(g.secrets, rec)
+	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, tenant: tenant,
+		findings: findings, verdict: g.askJudge(ctx, rec, findings)}
+
+	// Policy decides from a snapshot, before the slot is locked; the
+	// transaction keeps the decision if the slot is still at the revision
+	// it was made at, and decides again against the new state otherwise.
+	// While another write holds the slot's lock, a snapshot would most
+	// likely be outdated by the time the lock is ours: the transaction
+	// decides alone, and policy still runs once.
+	var r *ruling
+	if !g.busy(rec.SlotID) {
+		var snap SlotState
+		err := g.store.View(ctx, func(tx ReadTx) (err error) {
+			snap, err = loadSlot(tx, rec.SlotID)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		if r, err = g.rule(ctx, snap, w); err != nil {
+			return nil, fmt.Errorf("submit: %w", err) // an answer about the snapshot; nothing was written
+		}
+	}
+
+	unlock := g.lock(rec.SlotID)
+	var res *SubmitResult
+	var conflicts []string
+	err := g.update(ctx, unlock, func(tx Tx) error {
+		slot, err := tx.Slot(rec.SlotID) // a read the transaction conflicts on
+		if ErrorCode(err) == ENOTFOUND {
+			slot, err = nil, nil
+		} else if err != nil {
+			return err
+		}
+		if r == nil || !sameRev(slot, r.st.Slot) {
+			st, err := loadRest(tx, slot)
+			if err != nil {
+				return err
+			}
+			if r, err = g.rule(ctx, st, w); err != nil {
+				return err
+			}
+		}
+		st, dec, in := r.st, r.dec, r.input()
+		eff, outcome, err := Submit(st, rec, dec, now)
+		if err != nil {
+			return err
+		}
+		if outcome == OutcomeRefused {
+			// The redacted record: the log must not keep the secret either.
+			in.Candidate = eff.Records[0]
+			in.Actor = eff.Records[0].Actor
+		}
+		if raw, err := RecordInput(in); err == nil { // pending writes by id: the log stays linear
+			for _, ev := range eff.Events {
+				if ev.RecordID == rec.ID || ev.Type == EventUnchanged {
+					ev.Input = raw
+					break
+				}
+			}
+		}
+		if err := g.apply(tx, &eff); err != nil {
+			return err
+		}
+		res = &SubmitResult{Outcome: outcome}
+		for _, r := range eff.Records {
+			if r.ID == rec.ID {
+				res.Record = r
+			}
+		}
+		switch outcome {
+		case OutcomeUnchanged:
+			res.Record = st.Active()
+		case OutcomeApplied, OutcomeParked:
+			res.Replaced = st.Active()
+		}
+		conflicts = eff.Conflicts
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit: %w", err)
+	}
+	g.obs.Write(rec.Actor.Dialect, r.dec.Action, r.dec.Risk)
+	for _, k := range conflicts {
+		g.obs.Conflict(k)
+	}
+	g.wake(res.Outcome == OutcomeParked)
+	return res, nil
+}
+
+// write is a placed candidate on its way to a decision: what does not
+// depend on the slot's state.
+type write struct {
+	rec      *Record
+	placed   Layer // its layer before the slot's layers raise it
+	byID     bool  // an edit or delete of a memory named by id
+	adopt    bool
+	tenant   Tenant
+	findings []SecretFinding
+	verdict  *Verdict
+}
+
+// ruling is policy's decision on a write against one state of its slot.
+type ruling struct {
+	st  SlotState
+	w   *write
+	dec Decision
+}
+
+func (r *ruling) input() *PolicyInput {
+	in := &PolicyInput{Op: r.w.rec.Op, Candidate: r.w.rec, Current: r.st.Active(), Pending: r.st.Pending,
+		Actor: r.w.rec.Actor, Dialect: r.w.rec.Actor.Dialect, Secrets: r.w.findings, Judge: r.w.verdict}
+	if in.Pending == nil {
+		in.Pending = []*Record{}
+	}
+	return in
+}
+
+// rule evaluates policy on the write against the slot state st. It sets
+// the record's layer from the placed one and st (a slot holding a higher
+// layer judges the write at it), so a decision taken again against a
+// newer state starts from the same record.
+func (g *Governor) rule(ctx context.Context, st SlotState, w *write) (*ruling, error) {
+	if w.byID && st.Slot == nil {
+		return nil, Errorf(ENOTFOUND, "memory %s not found", w.rec.SlotID)
+	}
+	if a := st.Active(); a != nil && !w.tenant.Covers(a.Scope) {
+		// Reached by name in a shared slot, or by id: the active
+		// version is another tenant's, which this caller cannot see.
+		return nil, notFound(w.rec.SlotID)
+	}
+	w.rec.Layer = HighestLayer(append(st.Layers(), w.placed)...)
+	r := &ruling{st: st, w: w}
+	dec := withSecrets(g.classify(ctx, r.input()), w.findings)
+	if w.adopt && dec.Action == ActionReview && st.Active() == nil && len(st.Pending) == 0 {
+		dec.Action = ActionApply
+		dec.Reasons = append(slices.Clone(dec.Reasons), Reason{Rule: RuleBaselineAdopted,
+			Message: "adopted as the baseline: it was in force before memgate governed it"})
+	}
+	r.dec = dec
+	return r, nil
+}
+
+// sameRev reports whether a slot read in a transaction is at the revision
+// of the one a decision was made from (both absent counts).
+func sameRev(cur, seen *Slot) bool {
+	if cur == nil || seen == nil {
+		return cur == nil && seen == nil
+	}
+	return cur.Rev == seen.Rev && cur.Head == seen.Head
+}
+
+// placeRecord decides the record's slot and layer. Policy reads the
+// layer the text implies (the inferred layer) for every write; free-text
+// memories also get their fact type (and a subject, where the writer gave
+// only a scope) from it. The record's layer is the highest of the declared
+// and the inferred one: a writer's declaration can raise risk, never lower
+// it (the slot's own layers are added when policy decides, in rule).
+func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
+	rec.DeclaredLayer = rec.Layer
+	subjectFromScope := false
+	if rec.SubjectID == "" && rec.SlotID == "" {
+		rec.SubjectID, subjectFromScope = rec.Scope.Entity(), true
+	}
+	var slot *Slot
+	if rec.SlotID != "" {
+		err := g.store.View(ctx, func(tx ReadTx) (err error) {
+			slot, err = tx.Slot(rec.SlotID)
+			return err
+		})
+		if ErrorCode(err) == ENOTFOUND {
+			// One answer for "no such slot" and "another tenant's slot":
+			// slot ids can be computed, so the answers must not differ.
+			return notFound(rec.SlotID)
+		} else if err != nil {
+			return err
+		}
+		if !TenantOf(ctx).Covers(slot.Scope) {
+			return notFound(rec.SlotID)
+		}
+		rec.SubjectID, rec.FactType = slot.SubjectID, slot.FactType
+		if rec.Scope == (Scope{}) {
+			rec.Scope = slot.Scope
+		}
+	}
+	// A Placer reads the layer of every text; a plain Classifier places
+	// through its decision, so it is asked only about free text.
+	_, placer := g.policy.(Placer)
+	freeText := rec.Layer == "" || rec.FactType == "" || subjectFromScope
+	if (rec.Summary != "" || len(rec.Value) > 0) && (placer || (freeText && slot == nil)) {
+		in := &PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect}
+		pl := g.place(ctx, in)
+		if pl.Layer.Valid() {
+			rec.InferredLayer = pl.Layer
+		}
+		if slot == nil {
+			if rec.FactType == "" {
+				rec.FactType = pl.FactType
+			}
+			if subjectFromScope && pl.SubjectID != "" {
+				rec.SubjectID = pl.SubjectID
+			}
+		}
+		if len(rec.Value) == 0 && len(pl.Value) > 0 && json.Valid(pl.Value) {
+			rec.Value = pl.Value
+		}
+	}
+	var slotLayer Layer
+	if slot != nil {
+		slotLayer = slot.Layer
+	}
+	rec.Layer = HighestLayer(rec.DeclaredLayer, rec.InferredLayer, slotLayer)
+	if rec.Layer == "" {
+		rec.Layer = LayerKnowledge
+	}
+	if slot != nil {
+		return nil
+	}
+	if rec.SubjectID == "" {
+		return Errorf(EINVALID, "subjectId is required (or a user, agent, app or run scope)")
+	}
+	// A subject from the scope or the placement names a slot too.
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"subjectId", &rec.SubjectID}, {"factType", &rec.FactType}} {
+		if *f.v == "" {
+			continue
+		}
+		id, err := FoldID(*f.v)
+		if err != nil {
+			return Errorf(EINVALID, "%s: %v", f.name, err)
+		}
+		*f.v = id
+	}
+	if err := checkID("factType", rec.FactType); err != nil {
+		return err
+	}
+	if err := checkID("subjectId", rec.SubjectID); err != nil {
+		return err
+	}
+	if rec.FactType != "" {
+		rec.SlotID = TenantSlotID(TenantOf(ctx), rec.SubjectID, rec.FactType)
+	} else {
+		if rec.Op == OpDelete {
+			return Errorf(EINVALID, "a delete names a memory id, or a subjectId and factType")
+		}
+		rec.SlotID = rec.ID // a slot of its own
+	}
+	return nil
+}
+
+// askJudge asks the judge, if any, for a second opinion on the record's
+// text. Never for a record with a secret (it is rejected anyway, and the
+// text must not leave the process); nil when there is no answer.
+func (g *Governor) askJudge(ctx context.Context, rec *Record, findings []SecretFinding) *Verdict {
+	if g.judge == nil || len(findings) > 0 || rec.Summary == "" {
+		return nil
+	}
+	v, err := g.judge.Judge(ctx, rec)
+	if err != nil {
+		g.log.Debug("judge gave no verdict; the rules decide alone", "err", err, "record", rec.ID)
+		return nil
+	}
+	return v
+}
