@@ -2,6 +2,8 @@ package deploy_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -48,8 +50,9 @@ func (r *describingRegistry) MustRegister(cs ...prometheus.Collector) {
 
 // exportedNames returns every series name a memgate sidecar exports,
 // registered the way the sidecar registers them: memgate's metrics and state
-// collector, the notification outbox's metrics, and the Go and process
-// collectors. Histograms and summaries add their _bucket/_sum/_count series.
+// collector, the notification outbox's metrics, the listeners' request
+// metrics, build info, and the Go and process collectors. Histograms and
+// summaries add their _bucket/_sum/_count series.
 func exportedNames(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := &describingRegistry{Registry: prometheus.NewRegistry(), names: map[string]bool{}}
@@ -64,9 +67,17 @@ func exportedNames(t *testing.T) map[string]bool {
 	}
 	gov := memory.NewGovernor(memory.Options{Store: st, Observer: m, Outbox: true,
 		Classifier: m.InstrumentClassifier(memory.ClassifierFunc(applyAll))})
-	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Size: st, Outbox: st}),
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	notify.NewMetrics(reg)
+	if err := metrics.RegisterBuildInfo(reg); err != nil {
+		t.Fatal(err)
+	}
+	hm, err := metrics.NewHTTP(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm.Instrument("admin", http.NewServeMux(), http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	if _, err := gov.Submit(context.Background(), memory.Candidate{SubjectID: "s", FactType: "f", Summary: "x"}); err != nil {
 		t.Fatal(err)
 	}
