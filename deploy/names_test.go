@@ -2,6 +2,8 @@ package deploy_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -49,7 +51,8 @@ func (r *describingRegistry) MustRegister(cs ...prometheus.Collector) {
 
 // exportedNames returns every series name a memgate sidecar exports,
 // registered the way the sidecar registers them: memgate's metrics and state
-// collector, the notification outbox's and the Slack integration's metrics, and the Go and process
+// collector, the notification outbox's and the Slack integration's metrics,
+// the listeners' request metrics, build info, and the Go and process
 // collectors. Histograms and summaries add their _bucket/_sum/_count series.
 func exportedNames(t *testing.T) map[string]bool {
 	t.Helper()
@@ -65,7 +68,7 @@ func exportedNames(t *testing.T) map[string]bool {
 	}
 	gov := memory.NewGovernor(memory.Options{Store: st, Observer: m, Outbox: true,
 		Classifier: m.InstrumentClassifier(memory.ClassifierFunc(applyAll))})
-	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Size: st, Outbox: st}),
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st}),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	notify.NewMetrics(reg)
 	// With Slack on, its integration registers its own (no call to Slack here).
@@ -73,6 +76,14 @@ func exportedNames(t *testing.T) map[string]bool {
 		slacknotify.Deps{Gov: gov, KV: st, Registerer: reg}); err != nil {
 		t.Fatal(err)
 	}
+	if err := metrics.RegisterBuildInfo(reg); err != nil {
+		t.Fatal(err)
+	}
+	hm, err := metrics.NewHTTP(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm.Instrument("admin", http.NewServeMux(), http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 	if _, err := gov.Submit(context.Background(), memory.Candidate{SubjectID: "s", FactType: "f", Summary: "x"}); err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func newEnv(t *testing.T, cls memory.Classifier, opts ...func(*memory.Options)) 
 		opt(&o)
 	}
 	e.gov = memory.NewGovernor(o)
-	if err := e.reg.Register(metrics.NewStateCollector(metrics.Sources{Queue: e.gov, Size: st, Outbox: st, Now: e.clock.Now})); err != nil {
+	if err := e.reg.Register(metrics.NewStateCollector(metrics.Sources{Queue: e.gov, Disk: st, Outbox: st, Now: e.clock.Now})); err != nil {
 		t.Fatal(err)
 	}
 	return e

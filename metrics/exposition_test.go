@@ -23,7 +23,12 @@ import (
 
 // families is every metric family memgate exports besides go_* and process_*.
 var families = []string{
+	"memgate_build_info",
 	"memgate_conflicts_total",
+	"memgate_data_volume_free_bytes",
+	"memgate_data_volume_size_bytes",
+	"memgate_http_request_duration_seconds",
+	"memgate_http_requests_total",
 	"memgate_outbox_depth",
 	"memgate_outbox_oldest_age_seconds",
 	"memgate_policy_evaluation_duration_seconds",
@@ -38,6 +43,7 @@ var families = []string{
 	"memgate_rolled_back_records_total",
 	"memgate_stale_approvals_total",
 	"memgate_store_size_bytes",
+	"memgate_store_write_reserve_bytes",
 	"memgate_writes_total",
 }
 
@@ -60,12 +66,27 @@ func TestMetricsEndpointIsLintClean(t *testing.T) {
 	e.m.PolicyEvaluated(time.Millisecond, errors.New("boom"))
 	e.m.Stale()
 
-	srv := httptest.NewServer(promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
+	if err := metrics.RegisterBuildInfo(e.reg); err != nil {
+		t.Fatal(err)
+	}
+	hm, err := metrics.NewHTTP(e.reg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	mux := http.NewServeMux() // the admin listener's, as the sidecar serves it
+	mux.Handle("GET /metrics", promhttp.HandlerFor(e.reg, promhttp.HandlerOpts{}))
+	srv := httptest.NewServer(hm.Instrument("admin", mux, mux))
+	defer srv.Close()
+	scrape := func() *http.Response {
+		resp, err := http.Get(srv.URL + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := scrape()
+	resp.Body.Close() // the second scrape sees the first one counted
+	resp = scrape()
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil || resp.StatusCode != http.StatusOK {
@@ -99,6 +120,9 @@ func TestMetricsEndpointIsLintClean(t *testing.T) {
 		if _, ok := parsed[name]; !ok {
 			t.Errorf("%s missing: the Go and process collectors are registered beside memgate's", name)
 		}
+	}
+	if !strings.Contains(string(body), `memgate_http_requests_total{code="200",dialect="metrics",listener="admin",route="GET /metrics"} 1`+"\n") {
+		t.Errorf("the first scrape is not counted in the second:\n%s", body)
 	}
 	if !strings.Contains(string(body), "memgate_rolled_back_records_total{scope=\"record\"} 1\n") {
 		t.Fatalf("the rollback is not in the scraped text:\n%s", body)

@@ -1,8 +1,9 @@
 // Package metrics exports memgate's Prometheus metrics: what the governor
 // did (it implements memory.Observer), what the policy engine reports
 // through its hooks, and, read on each scrape, the review queue, the outbox
-// and the store's size. Delivery counters of the outbox worker live with it
-// in package notify (memgate_notify_*).
+// and the store's disk usage; the HTTP requests each listener answers
+// (http.go) and the build (build.go). Delivery counters of the outbox
+// worker live with it in package notify (memgate_notify_*).
 //
 // Every metric is named memgate_<subsystem>_<name> in base units, counters end
 // in _total, and labels fed from caller-supplied strings take a bounded set

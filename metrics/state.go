@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/store"
 )
 
 // QueueReader reads the review queue (*memory.Governor implements it).
@@ -16,16 +17,17 @@ type QueueReader interface {
 	Queue(ctx context.Context) (memory.QueueStats, error)
 }
 
-// SizeReader reports the store's on-disk size (*store.Store implements it).
-type SizeReader interface {
-	Size() (lsm, vlog int64)
+// DiskReader reports what the store occupies on disk and the space left on
+// its volume (*store.Store implements it).
+type DiskReader interface {
+	DiskUsage() (store.Usage, error)
 }
 
 // Sources are what a StateCollector reads on each scrape. A nil source is
 // skipped, and its metrics are not exported.
 type Sources struct {
 	Queue  QueueReader
-	Size   SizeReader
+	Disk   DiskReader
 	Outbox memory.Store // its undelivered notices are counted with ScanNotices
 	// Now is the clock ages are measured with; it should be the governor's.
 	Now func() time.Time
@@ -36,7 +38,8 @@ type Sources struct {
 
 // StateCollector reads memgate's state when Prometheus scrapes: review queue
 // depth and the age of its oldest item, outbox depth and the age of its
-// oldest notice, and the store's size. Reading at scrape time keeps the
+// oldest notice, the store's disk usage and the space left on its volume.
+// Reading at scrape time keeps the
 // values right after a restart, with nothing to keep in step.
 type StateCollector struct {
 	src Sources
@@ -46,6 +49,9 @@ type StateCollector struct {
 	outboxDepth *prometheus.Desc
 	outboxOld   *prometheus.Desc
 	storeSize   *prometheus.Desc
+	volumeFree  *prometheus.Desc
+	volumeSize  *prometheus.Desc
+	reserve     *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*StateCollector)(nil)
@@ -74,7 +80,14 @@ func NewStateCollector(src Sources) *StateCollector {
 		outboxOld: prometheus.NewDesc(name("outbox", "oldest_age_seconds"),
 			"How long the oldest undelivered notification has waited (0 when the outbox is empty).", nil, nil),
 		storeSize: prometheus.NewDesc(name("store", "size_bytes"),
-			"On-disk size of the memory store, by part: lsm (keys and small values) and vlog (the value log).", []string{"part"}, nil),
+			"Disk space the memory store's files occupy (allocated blocks, not preallocated length), by part: lsm (tables of keys and small values), vlog (the value log), wal (the memtables' write-ahead logs), other.",
+			[]string{"part"}, nil),
+		volumeFree: prometheus.NewDesc(name("data_volume", "free_bytes"),
+			"Bytes available to memgate on the filesystem holding the store; writes are refused below memgate_store_write_reserve_bytes.", nil, nil),
+		volumeSize: prometheus.NewDesc(name("data_volume", "size_bytes"),
+			"Size of the filesystem holding the store.", nil, nil),
+		reserve: prometheus.NewDesc(name("store", "write_reserve_bytes"),
+			"Free space below which the store refuses writes (507) so that its database never finds the disk full; 0 when the guard is off.", nil, nil),
 	}
 }
 
@@ -88,8 +101,11 @@ func (c *StateCollector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- c.outboxDepth
 		ch <- c.outboxOld
 	}
-	if c.src.Size != nil {
+	if c.src.Disk != nil {
 		ch <- c.storeSize
+		ch <- c.volumeFree
+		ch <- c.volumeSize
+		ch <- c.reserve
 	}
 }
 
@@ -118,10 +134,28 @@ func (c *StateCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.outboxOld, prometheus.GaugeValue, age(now, oldest))
 		}
 	}
-	if c.src.Size != nil {
-		lsm, vlog := c.src.Size.Size()
-		ch <- prometheus.MustNewConstMetric(c.storeSize, prometheus.GaugeValue, float64(lsm), "lsm")
-		ch <- prometheus.MustNewConstMetric(c.storeSize, prometheus.GaugeValue, float64(vlog), "vlog")
+	if c.src.Disk != nil {
+		c.disk(ch)
+	}
+}
+
+func (c *StateCollector) disk(ch chan<- prometheus.Metric) {
+	u, err := c.src.Disk.DiskUsage()
+	if err != nil {
+		c.fail(ch, fmt.Errorf("read the disk usage: %w", err), c.storeSize, c.volumeFree, c.volumeSize, c.reserve)
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(c.storeSize, float64(u.Tables), "lsm")
+	gauge(c.storeSize, float64(u.ValueLog), "vlog")
+	gauge(c.storeSize, float64(u.WAL), "wal")
+	gauge(c.storeSize, float64(u.Other), "other")
+	gauge(c.reserve, float64(u.WriteReserve))
+	if u.HasVolume { // not read off Linux: no series rather than a zero that alerts
+		gauge(c.volumeFree, float64(u.VolumeFree))
+		gauge(c.volumeSize, float64(u.VolumeSize))
 	}
 }
 

@@ -3,6 +3,9 @@ package metrics_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,39 +48,79 @@ func TestOutboxDepthAndAge(t *testing.T) {
 	e.want([]series{{"memgate_outbox_depth", nil, 1}, {"memgate_outbox_oldest_age_seconds", nil, 60}})
 }
 
-// TestStoreSizeIsBadgersOwn: Badger measures its files when it opens and
-// then once a minute, so the data is written, the store reopened, and the
-// exported size must be what Badger reports.
-func TestStoreSizeIsBadgersOwn(t *testing.T) {
+// TestStoreSizeIsAllocatedSpace: memgate_store_size_bytes reports the
+// blocks the store's files occupy, read at each scrape: far below the
+// value log's preallocated length on a fresh store, and grown by what the
+// writes stored. The volume series are the filesystem's.
+func TestStoreSizeIsAllocatedSpace(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("allocated blocks and the volume are read on Linux only")
+	}
 	dir := t.TempDir()
 	st, err := store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Disk: st}))
+	scrape := func() map[string]float64 {
+		t.Helper()
+		got := map[string]float64{}
+		for _, part := range []string{"lsm", "vlog", "wal", "other"} {
+			v, ok := seriesValue(t, reg, "memgate_store_size_bytes", "part", part)
+			if !ok {
+				t.Fatalf("memgate_store_size_bytes{part=%q} is not exported", part)
+			}
+			got[part] = v
+		}
+		for _, name := range []string{"memgate_data_volume_free_bytes", "memgate_data_volume_size_bytes", "memgate_store_write_reserve_bytes"} {
+			v, ok := seriesValue(t, reg, name)
+			if !ok {
+				t.Fatalf("%s is not exported", name)
+			}
+			got[name] = v
+		}
+		return got
+	}
+
+	before := scrape()
+	vlogs, err := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if err != nil || len(vlogs) == 0 {
+		t.Fatalf("no value log in %s: %v", dir, err)
+	}
+	fi, err := os.Stat(vlogs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before["vlog"]*16 > float64(fi.Size()) {
+		t.Errorf("vlog %v bytes on a fresh store whose value log is %d bytes long: the preallocation is counted", before["vlog"], fi.Size())
+	}
+	if v := before["memgate_store_write_reserve_bytes"]; v != 137<<20 {
+		t.Errorf("write reserve %v, want the default 137 MiB", v)
+	}
+	if free, size := before["memgate_data_volume_free_bytes"], before["memgate_data_volume_size_bytes"]; free <= 0 || size < free {
+		t.Errorf("volume %v bytes free of %v", free, size)
+	}
+
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-	for i := range 200 {
-		c := write(memory.LayerKnowledge, "project-alpha", "", fmt.Sprintf("fact %d: %s", i, strings.Repeat("x", 2000)), "native", "run-1")
+	const n, size = 200, 8000 // above the value threshold: to the value log
+	for i := range n {
+		c := write(memory.LayerKnowledge, "project-alpha", "", fmt.Sprintf("fact %d: %s", i, strings.Repeat("x", size)), "native", "run-1")
 		if _, err := gov.Submit(context.Background(), c); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := st.Close(); err != nil {
+	after := scrape()
+	if grown := after["vlog"] + after["lsm"] + after["wal"] - before["vlog"] - before["lsm"] - before["wal"]; grown < n*size {
+		t.Errorf("the store grew by %v bytes after %d records of %d bytes", grown, n, size)
+	}
+	u, err := st.DiskUsage()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if st, err = store.Open(store.Options{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Size: st}))
-	lsm, vlog := st.Size()
-	if lsm+vlog < 100_000 { // compressed, but far from empty
-		t.Fatalf("Badger reports lsm=%d vlog=%d after 400 kB of records", lsm, vlog)
-	}
-	for part, want := range map[string]int64{"lsm": lsm, "vlog": vlog} {
-		if got, ok := seriesValue(t, reg, "memgate_store_size_bytes", "part", part); !ok || got != float64(want) {
-			t.Errorf("memgate_store_size_bytes{part=%q} = %v (exported %v), want %d", part, got, ok, want)
-		}
+	if after["vlog"] > float64(u.ValueLog) || after["vlog"] < float64(before["vlog"]) {
+		t.Errorf("scraped vlog %v, store reports %d now and %v before", after["vlog"], u.ValueLog, before["vlog"])
 	}
 }
 
@@ -101,6 +144,27 @@ func TestUnreadableStateFailsTheScrape(t *testing.T) {
 	_, err = reg.Gather()
 	if err == nil || !strings.Contains(err.Error(), "read the review queue") || !strings.Contains(err.Error(), "read the outbox") {
 		t.Fatalf("gather on a closed store: %v, want errors naming the queue and the outbox", err)
+	}
+}
+
+// TestUnreadableDiskFailsTheScrape: a disk usage that cannot be read fails
+// the scrape rather than dropping the series the volume alerts watch.
+func TestUnreadableDiskFailsTheScrape(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	st, err := store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Disk: st}))
+	if _, err := reg.Gather(); err == nil || !strings.Contains(err.Error(), "read the disk usage") {
+		t.Fatalf("gather with the data directory gone: %v, want an error naming the disk usage", err)
 	}
 }
 

@@ -62,6 +62,7 @@ type Store struct {
 	cache *activeCache // nil when off
 	// guard refuses writes while the disk is nearly full (nil: off).
 	guard *diskGuard
+	dir   string // the database's directory; "" in memory
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -120,6 +121,9 @@ func Open(o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", o.Dir, err)
 	}
 	s := &Store{db: db, log: o.Logger, guard: guard}
+	if !o.InMemory {
+		s.dir = o.Dir
+	}
 	if o.ActiveCacheBytes == 0 {
 		o.ActiveCacheBytes = activeCacheBytes
 	}
@@ -199,7 +203,10 @@ func (s *Store) Writable() error { return s.guard.writable() }
 // mode a write made directly through DB() is durable only after Sync.
 func (s *Store) DB() *badger.DB { return s.db }
 
-// Size returns the on-disk size of the LSM tree and the value log.
+// Size returns Badger's own figure of the size of the LSM tree and the
+// value log, refreshed once a minute. It counts the value log's files at
+// their preallocated size (twice ValueLogFileSize while one is being
+// written); DiskUsage reports what the files actually occupy.
 func (s *Store) Size() (lsm, vlog int64) { return s.db.Size() }
 
 // maxAttempts bounds retries of a conflicting transaction. The governor

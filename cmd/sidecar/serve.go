@@ -223,6 +223,13 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	httpMet, err := metrics.NewHTTP(reg) // wraps both listeners below
+	if err != nil {
+		return err
+	}
+	if err := metrics.RegisterBuildInfo(reg); err != nil {
+		return err
+	}
 
 	pol, err := openPolicy(ctx, cfg, log, met)
 	if err != nil {
@@ -261,7 +268,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	}
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
 		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner})
-	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Size: st, Outbox: st, Logger: log}))
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st, Logger: log}))
 
 	var ready atomic.Bool
 	agentMux := http.NewServeMux()
@@ -343,8 +350,8 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	agentPolicy.RPCPaths = []string{"/mcp"}                   // JSON-RPC refusals, strict pre-scan of MCP bodies
 	adminPolicy.SignedPaths = []string{"/slack/interactions"} // form-encoded, signed by Slack
 	servers := []*http.Server{
-		newServer(proxy.RefuseBrowsers(proxy.JSONRoutes(agentMux), agentPolicy), log),
-		newServer(proxy.RefuseBrowsers(proxy.JSONRoutes(adminMux), adminPolicy), log),
+		newServer(httpMet.Instrument("agent", agentMux, proxy.RefuseBrowsers(proxy.JSONRoutes(agentMux), agentPolicy)), log),
+		newServer(httpMet.Instrument("admin", adminMux, proxy.RefuseBrowsers(proxy.JSONRoutes(adminMux), adminPolicy)), log),
 	}
 	servers[0].RegisterOnShutdown(mcpSrv.Close) // open MCP streams must not hold up Shutdown
 	errc := make(chan error, 2)
