@@ -20,7 +20,11 @@ type BulkResult struct {
 	RolledBack []string `json:"rolledBack"` // versions undone that were the head
 	Retracted  []string `json:"retracted"`  // versions undone that someone else had since replaced
 	Rejected   []string `json:"rejected"`   // pending writes rejected
-	Slots      int      `json:"slots"`
+	// KeptRolledBack (restore) are versions that were active at the
+	// restore's time and have been rolled back since: a restore goes back
+	// by undoing, it never re-applies what a person or a quarantine undid.
+	KeptRolledBack []string `json:"keptRolledBack,omitempty"`
+	Slots          int      `json:"slots"`
 }
 
 // Quarantine undoes everything one run/session (kind "run") or one agent/
@@ -140,9 +144,12 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 	return nil
 }
 
-// Restore returns every slot of a subject to what was its head at time at:
-// versions applied after it are rolled back, newest first. Pending writes
-// are left for their reviewers.
+// Restore returns every slot of a subject to what was its head at time at
+// by undoing: versions applied after it are rolled back, newest first.
+// It never re-applies a version that was active then and has been rolled
+// back since (that would reverse a person's or a quarantine's decision
+// without review); it lists them in KeptRolledBack. Pending writes are
+// left for their reviewers.
 func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, reason, by string) (*BulkResult, error) {
 	if subjectID == "" {
 		return nil, Errorf(EINVALID, "restore needs a subjectId")
@@ -168,6 +175,14 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 		}
 		for _, r := range rb.RolledBack {
 			res.RolledBack = append(res.RolledBack, r.ID)
+		}
+		// Say so when the version active at that time is not the head now
+		// because it was rolled back since: restoring it would reverse a
+		// decision without review.
+		if then, err := activeAt(tx, slotID, at); err != nil {
+			return err
+		} else if then != nil && then.Status == StatusRolledBack && (st.Head == nil || st.Head.ID != then.ID) {
+			res.KeptRolledBack = append(res.KeptRolledBack, then.ID)
 		}
 		return nil
 	})
@@ -315,7 +330,28 @@ func (r *BulkResult) add(o *BulkResult) {
 	r.RolledBack = append(r.RolledBack, o.RolledBack...)
 	r.Retracted = append(r.Retracted, o.Retracted...)
 	r.Rejected = append(r.Rejected, o.Rejected...)
+	r.KeptRolledBack = append(r.KeptRolledBack, o.KeptRolledBack...)
 	r.Slots += o.Slots
+}
+
+// activeAt returns the version of a slot that was active at time at, or
+// nil: activated at or before it and neither superseded nor rolled back by
+// then.
+func activeAt(tx ReadTx, slotID string, at time.Time) (*Record, error) {
+	recs, err := tx.SlotRecords(slotID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range slices.Backward(recs) {
+		if r.ActivatedAt.IsZero() || r.ActivatedAt.After(at) {
+			continue
+		}
+		if (!r.SupersededAt.IsZero() && !r.SupersededAt.After(at)) || (!r.RolledBackAt.IsZero() && !r.RolledBackAt.After(at)) {
+			continue
+		}
+		return r, nil
+	}
+	return nil, nil
 }
 
 // sort orders the ids (ULIDs: by time), whichever worker undid them.
@@ -323,6 +359,7 @@ func (r *BulkResult) sort() {
 	slices.Sort(r.RolledBack)
 	slices.Sort(r.Retracted)
 	slices.Sort(r.Rejected)
+	slices.Sort(r.KeptRolledBack)
 }
 
 // newestFirst returns the ids (ULIDs, sortable by time) newest first.

@@ -302,7 +302,8 @@ func quarantineCommand(cl *cliEnv) *ffcli.Command {
 
 func restoreCommand(cl *cliEnv) *ffcli.Command {
 	var subject, at, reason string
-	return adminCommand(cl, "restore", "restore --subject ID --at RFC3339 [--reason text]", "return a subject's facts to what they were at a time",
+	return adminCommand(cl, "restore", "restore --subject ID --at RFC3339 [--reason text]",
+		"undo every version of a subject applied after a time (versions rolled back since stay rolled back, and are listed)",
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&subject, "subject", "", "subject id")
 			fs.StringVar(&at, "at", "", "point in time, RFC 3339 (e.g. 2026-12-02T10:00:00Z)")
@@ -327,7 +328,11 @@ func bulk(ctx context.Context, cl *cliEnv, c *clientFlags, path string, req any)
 		if err := json.Unmarshal(raw, &res); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "rolled back %d, retracted %d, rejected %d pending\n", len(res.RolledBack), len(res.Retracted), len(res.Rejected))
+		fmt.Fprintf(w, "rolled back %d, retracted %d, rejected %d pending (%d slots)\n", len(res.RolledBack), len(res.Retracted), len(res.Rejected), res.Slots)
+		if len(res.KeptRolledBack) > 0 {
+			fmt.Fprintf(w, "kept rolled back: %s (active at that time, rolled back since; a restore only undoes, it never re-applies what was undone: write it again to re-apply it)\n",
+				strings.Join(res.KeptRolledBack, ", "))
+		}
 		return nil
 	})
 }
