@@ -192,7 +192,7 @@ func (x *Index) Scores(ctx context.Context, query string, ids []string) (map[str
 	}
 	key := cutUTF8(query, MaxTextBytes)
 	q, ok := x.queries.Get(key)
-	if !ok {
+	if !ok || len(q) != x.vecs.dimension() { // cached before the model's dimension changed
 		var err error
 		if q, err = x.client.embedOnce(ctx, key); err != nil {
 			return nil, fmt.Errorf("embed: the query: %w", err)

@@ -19,6 +19,8 @@ type vectors struct {
 	sums []uint64         // row → hash of the text embedded
 	slab []float32        // row r is slab[r*dim : (r+1)*dim]
 	free []int32
+
+	maxParts int // scan goroutines at most; 0: GOMAXPROCS (benchmarks set 1 as the baseline)
 }
 
 func newVectors() *vectors { return &vectors{rows: map[string]int32{}} }
@@ -140,6 +142,9 @@ func (x *vectors) scores(q []float32, ids []string) (map[string]float64, error) 
 	parts := 1
 	if len(ids) >= parallelFrom {
 		parts = min(runtime.GOMAXPROCS(0), len(ids)/(parallelFrom/2))
+		if x.maxParts > 0 {
+			parts = min(parts, x.maxParts)
+		}
 	}
 	var wg sync.WaitGroup
 	for p := range parts {

@@ -1,0 +1,70 @@
+// Package embed gives memgate optional semantic search: it keeps a vector
+// for every active record, made by an OpenAI-compatible embeddings endpoint
+// (Ollama, llama.cpp server, vLLM, OpenAI; --embed-url), and scores a
+// query's similarity to them. Without an endpoint nothing here runs and
+// search ranks lexically only.
+//
+// # Parts
+//
+//   - Client speaks POST /v1/embeddings: {"model", "input": [texts]} in
+//     batches of up to 64, an optional bearer key, a timeout per request, a
+//     bounded answer, retries with exponential backoff on what may pass
+//     (transport errors, timeouts, 408, 429, 5xx) and none on what will not
+//     (other 4xx, an undecodable answer). Errors name the endpoint, the
+//     status and the server's own message. Vectors are scaled to unit
+//     length on arrival, so a cosine is a dot product. The dimension is
+//     fixed by the first answer; another later is ErrDimension.
+//   - Index holds the vectors and runs the worker. Changed(id, text,
+//     active), called after each commit, never blocks and never fails: it
+//     queues the change, or, with the queue full, marks that a reconcile is
+//     needed. The worker embeds in batches, deletes the vectors of records
+//     no longer active, and reconciles (at start, and after an overflow)
+//     against a scan of the active records: it embeds what has no vector
+//     (or a vector of another text) and drops vectors of records gone. With
+//     the endpoint down, a batch waits with backoff (1s doubling to 1m) and
+//     the queue holds; the rest of memgate is unaffected. Close finishes the
+//     batch in hand, bounded by its context; what is still queued is
+//     embedded by the next start's reconcile.
+//   - Store persists vectors (with the model name and dimension), so a
+//     restart embeds only what changed meanwhile. Vectors of another model,
+//     or of another dimension under the same model name, are discarded and
+//     embedded again.
+//   - Scores is the semantic half of search's hybrid ranking (see below).
+//   - Metrics (NewMetrics) are Prometheus collectors registered with the
+//     Registerer given, no globals.
+//   - embedtest holds a deterministic fake endpoint on loopback and an
+//     in-memory Store, for this package's tests and other packages'.
+//
+// # Scoring and the hybrid
+//
+// Scores embeds the query (one attempt, within the caller's deadline; a
+// cache keeps the 256 most recent query vectors) and returns, for each
+// record id given that holds a vector, the cosine of the two vectors in
+// [-1, 1]. An error means "no semantic part": search then ranks lexically.
+// Search combines the two as
+//
+//	relevance = 0.3·bm25 + 0.7·max(0, cosine)
+//
+// which assumes: bm25 is already normalised to [0, 1]; cosines below zero
+// carry no evidence (unrelated texts of one language sit around 0 to 0.3 with
+// most models, so small positive values are noise the threshold must
+// absorb); the cosine scale is the model's (nomic-embed-text, bge and
+// OpenAI's models differ in spread, so a threshold tuned on one model is
+// not portable); a record without a vector (not embedded yet, or refused by
+// the endpoint) is ranked on its lexical part alone until it gets one.
+//
+// # The exact scan
+//
+// Scores is an exact scan over the ids it is given. Vectors sit in one
+// contiguous float32 slab (rows reused after removals), the dot product
+// runs eight products a step into two sums, and from 8,192 ids on the scan
+// is split across GOMAXPROCS goroutines; the result map is filled after,
+// on one goroutine. Measured by BenchmarkScores at 100,000 records; see
+// that benchmark's comment and BENCHMARKS.md for figures. The scan reads
+// n·dim·4 bytes a query, and at 100,000 records the map the interface
+// returns (100,000 string keys) costs about as much as the arithmetic.
+// int8 quantisation was measured and dropped: without SIMD the widening
+// multiplies cost more than the bandwidth they save (BenchmarkScores'
+// history in the commit log). Memory: n·dim·4 bytes, 300 MiB for 100,000
+// records of 768 dimensions.
+package embed
