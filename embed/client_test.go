@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/memgate/memgate/embed"
 	"github.com/memgate/memgate/embed/embedtest"
@@ -173,27 +175,34 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
-// requests reads memgate_embed_requests_total{outcome} from reg.
-func requests(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
+// metricValue reads one series from reg: the metric name, and for a
+// labelled one the label's name and value.
+func metricValue(t *testing.T, reg *prometheus.Registry, name string, label ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() != "memgate_embed_requests_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "outcome" && l.GetValue() == outcome {
-					return m.GetCounter().GetValue()
-				}
+			if len(label) == 2 && !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == label[0] && l.GetValue() == label[1]
+			}) {
+				continue
 			}
+			return m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		}
 	}
-	t.Fatalf("no requests counter for outcome %q", outcome)
+	t.Fatalf("no series %s%v", name, label)
 	return 0
+}
+
+func requests(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
+	t.Helper()
+	return metricValue(t, reg, "memgate_embed_requests_total", "outcome", outcome)
 }
 
 func TestClientDimensionChange(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/memgate/memgate/embed"
 	"github.com/memgate/memgate/embed/embedtest"
@@ -125,6 +124,24 @@ func (f *fixture) delete(x *embed.Index, id string) {
 	x.Changed(id, "", false)
 }
 
+// facts writes n records "fact i" as ids r0… and waits for their vectors.
+func (f *fixture) facts(t *testing.T, x *embed.Index, n int) {
+	t.Helper()
+	for i := range n {
+		f.write(x, fmt.Sprintf("r%d", i), fmt.Sprintf("fact %d", i))
+	}
+	eventually(t, fmt.Sprint(n, " vectors"), func() bool { return x.Len() == n })
+}
+
+// close closes x and returns how many texts the endpoint has embedded.
+func (f *fixture) close(t *testing.T, x *embed.Index) int {
+	t.Helper()
+	if err := x.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return f.srv.Inputs()
+}
+
 // eventually waits for cond, failing the test after a generous bound: the
 // worker is asynchronous.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -189,7 +206,7 @@ func TestScoresFindsTheIssueExample(t *testing.T) {
 func TestScoresWithoutVectorsAsksNothing(t *testing.T) {
 	f := newFixture(t, embedtest.Options{})
 	x := f.open(t, indexOpts{})
-	eventually(t, "the start's reconcile", func() bool { return testutil.ToFloat64(reconciles(f)) >= 1 })
+	eventually(t, "the start's reconcile", func() bool { return reconciles(t, f) >= 1 })
 	got := hasScore(t, x, "anything", "r1")
 	if len(got) != 0 || f.srv.Calls() != 0 {
 		t.Errorf("scores %v after %d calls; want none and no call", got, f.srv.Calls())
@@ -218,32 +235,9 @@ func TestScoresFailsWhenTheEmbedderIs(t *testing.T) {
 	}
 }
 
-func reconciles(f *fixture) prometheus.Collector {
-	return collectorNamed(f.reg, "memgate_embed_reconciles_total")
-}
-
-// collectorNamed wraps the gathered metric of one name as a collector
-// testutil can read.
-func collectorNamed(reg *prometheus.Registry, name string) prometheus.Collector {
-	return gathered{reg: reg, name: name}
-}
-
-type gathered struct {
-	reg  *prometheus.Registry
-	name string
-}
-
-func (g gathered) Describe(chan<- *prometheus.Desc) {}
-func (g gathered) Collect(ch chan<- prometheus.Metric) {
-	mfs, _ := g.reg.Gather()
-	for _, mf := range mfs {
-		if mf.GetName() != g.name || len(mf.GetMetric()) != 1 {
-			continue
-		}
-		m := mf.GetMetric()[0]
-		v := m.GetGauge().GetValue() + m.GetCounter().GetValue()
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(g.name, "", nil, nil), prometheus.UntypedValue, v)
-	}
+func reconciles(t *testing.T, f *fixture) float64 {
+	t.Helper()
+	return metricValue(t, f.reg, "memgate_embed_reconciles_total")
 }
 
 func TestChangedNeverBlocksAndReconcilesAfterOverflow(t *testing.T) {
@@ -257,12 +251,12 @@ func TestChangedNeverBlocksAndReconcilesAfterOverflow(t *testing.T) {
 		f.write(x, fmt.Sprintf("r%03d", i), fmt.Sprintf("note %d about topic %d", i, i%11))
 	}
 	f.delete(x, "r007")
-	if depth := testutil.ToFloat64(collectorNamed(f.reg, "memgate_embed_queue_depth")); depth > 4 {
+	if depth := metricValue(t, f.reg, "memgate_embed_queue_depth"); depth > 4 {
 		t.Errorf("queue depth %v, above its bound 4", depth)
 	}
 	f.srv.Release()
 	eventually(t, "every active record embedded", func() bool { return x.Len() == n-1 })
-	if got := testutil.ToFloat64(reconciles(f)); got < 2 {
+	if got := reconciles(t, f); got < 2 {
 		t.Errorf("%v reconciles, want the start's and one after the overflow", got)
 	}
 	got := hasScore(t, x, "note 7 about topic 7", "r007", "r008")
@@ -273,7 +267,7 @@ func TestChangedNeverBlocksAndReconcilesAfterOverflow(t *testing.T) {
 		t.Errorf("%d stored vectors, want %d", len(f.store.Keys("v/")), n-1)
 	}
 	eventually(t, "the vectors gauge", func() bool {
-		return testutil.ToFloat64(collectorNamed(f.reg, "memgate_embed_vectors")) == n-1
+		return metricValue(t, f.reg, "memgate_embed_vectors") == n-1
 	})
 }
 
@@ -308,7 +302,7 @@ func TestChangedTextIsEmbeddedAgain(t *testing.T) {
 func TestEmbedderDownQueueHoldsThenCatchesUp(t *testing.T) {
 	f := newFixture(t, embedtest.Options{})
 	x := f.open(t, indexOpts{})
-	eventually(t, "the start's reconcile", func() bool { return testutil.ToFloat64(reconciles(f)) >= 1 })
+	eventually(t, "the start's reconcile", func() bool { return reconciles(t, f) >= 1 })
 	f.srv.FailNext(12, 503, "model loading") // the client's 4 tries, three times over
 	f.write(x, "r1", "I prefer dark mode in every editor")
 	eventually(t, "the vector after the outage", func() bool { return x.Len() == 1 })
@@ -320,7 +314,7 @@ func TestEmbedderDownQueueHoldsThenCatchesUp(t *testing.T) {
 func TestRefusedTextDoesNotStopTheOthers(t *testing.T) {
 	f := newFixture(t, embedtest.Options{})
 	x := f.open(t, indexOpts{})
-	eventually(t, "the start's reconcile", func() bool { return testutil.ToFloat64(reconciles(f)) >= 1 })
+	eventually(t, "the start's reconcile", func() bool { return reconciles(t, f) >= 1 })
 	// The batch is refused as a whole, then each text is tried on its own;
 	// the first alone is refused again.
 	f.srv.FailNext(2, 400, "input too long")
@@ -338,15 +332,9 @@ func TestRefusedTextDoesNotStopTheOthers(t *testing.T) {
 func TestRestartKeepsVectors(t *testing.T) {
 	f := newFixture(t, embedtest.Options{Dim: 64})
 	x := f.open(t, indexOpts{})
-	for i := range 5 {
-		f.write(x, fmt.Sprintf("r%d", i), fmt.Sprintf("fact %d", i))
-	}
-	eventually(t, "five vectors", func() bool { return x.Len() == 5 })
+	f.facts(t, x, 5)
 	want := hasScore(t, x, "fact 3", "r0", "r1", "r2", "r3", "r4")
-	if err := x.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	embedded := f.srv.Inputs()
+	embedded := f.close(t, x)
 
 	// While it was down one record went and one came.
 	f.recs.remove("r4")
@@ -371,14 +359,8 @@ func TestRestartKeepsVectors(t *testing.T) {
 func TestRestartWithAnotherModelEmbedsAgain(t *testing.T) {
 	f := newFixture(t, embedtest.Options{Dim: 64})
 	x := f.open(t, indexOpts{model: "model-a"})
-	for i := range 3 {
-		f.write(x, fmt.Sprintf("r%d", i), fmt.Sprintf("fact %d", i))
-	}
-	eventually(t, "three vectors", func() bool { return x.Len() == 3 })
-	if err := x.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	embedded := f.srv.Inputs()
+	f.facts(t, x, 3)
+	embedded := f.close(t, x)
 	y := f.open(t, indexOpts{model: "model-b"})
 	eventually(t, "three vectors of model-b", func() bool { return y.Len() == 3 })
 	if got := f.srv.Inputs() - embedded; got != 3 {
@@ -389,15 +371,9 @@ func TestRestartWithAnotherModelEmbedsAgain(t *testing.T) {
 func TestRestartWithAnotherDimensionEmbedsAgain(t *testing.T) {
 	f := newFixture(t, embedtest.Options{Dim: 64})
 	x := f.open(t, indexOpts{})
-	for i := range 3 {
-		f.write(x, fmt.Sprintf("r%d", i), fmt.Sprintf("fact %d", i))
-	}
-	eventually(t, "three vectors", func() bool { return x.Len() == 3 })
-	if err := x.Close(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	f.facts(t, x, 3)
+	embedded := f.close(t, x)
 	f.srv.SetDim(32) // the model behind the same name changed
-	embedded := f.srv.Inputs()
 	y := f.open(t, indexOpts{})
 	f.write(y, "r3", "fact 3")
 	eventually(t, "four vectors of the new dimension", func() bool {
