@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,8 +188,8 @@ func (x *Index) Len() int { return x.vecs.len() }
 // vector kept in a small LRU cache. An error or a ctx deadline means no
 // semantic part.
 func (x *Index) Scores(ctx context.Context, query string, ids []string) (map[string]float64, error) {
-	if len(ids) == 0 || x.vecs.len() == 0 {
-		return map[string]float64{}, nil
+	if len(ids) == 0 || strings.TrimSpace(query) == "" || x.vecs.len() == 0 {
+		return map[string]float64{}, nil // nothing to compare: no request
 	}
 	key := cutUTF8(query, MaxTextBytes)
 	q, ok := x.queries.Get(key)

@@ -219,6 +219,10 @@ func TestScoresFailsWhenTheEmbedderIs(t *testing.T) {
 	f.write(x, "r1", "I prefer dark mode")
 	eventually(t, "a vector", func() bool { return x.Len() == 1 })
 
+	calls := f.srv.Calls()
+	if got := hasScore(t, x, "  ", "r1"); len(got) != 0 || f.srv.Calls() != calls {
+		t.Errorf("a blank query scored %v after %d calls; want nothing and no call", got, f.srv.Calls()-calls)
+	}
 	f.srv.FailNext(1, 500, "model crashed")
 	if _, err := x.Scores(t.Context(), "editor theme", []string{"r1"}); err == nil {
 		t.Error("no error with the embedder failing")
