@@ -46,6 +46,7 @@ func cpuTime(b *testing.B) time.Duration {
 //	plain:    a one-sum loop over the same rows, serial (the baseline)
 //	serial:   dot's unrolled loop, one goroutine
 //	parallel: dot's unrolled loop, split across GOMAXPROCS (what Scores does)
+//	aligned:  parallel without the result map (what Similarities does)
 //	mapOnly:  the id lookups and the result map without any dot product,
 //	          the interface's own floor
 //	lookups:  the id lookups alone
@@ -86,6 +87,15 @@ func BenchmarkScores(b *testing.B) {
 				}
 			})
 		}
+		b.Run(fmt.Sprintf("dim=%d/aligned", dim), func(b *testing.B) {
+			vs.maxParts = 0
+			defer reportCPU(b)()
+			for b.Loop() {
+				if _, err := vs.similarities(q, ids); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("dim=%d/mapOnly", dim), func(b *testing.B) {
 			defer reportCPU(b)()
 			for b.Loop() {

@@ -188,8 +188,33 @@ func (x *Index) Len() int { return x.vecs.len() }
 // vector kept in a small LRU cache. An error or a ctx deadline means no
 // semantic part.
 func (x *Index) Scores(ctx context.Context, query string, ids []string) (map[string]float64, error) {
+	q, err := x.queryVector(ctx, query, ids)
+	switch {
+	case err != nil:
+		return nil, err
+	case q == nil:
+		return map[string]float64{}, nil
+	}
+	return x.vecs.scores(q, ids)
+}
+
+// Similarities is Scores by position: the cosine of the query to ids[i] at
+// i, NaN where ids[i] has no vector, nil when none can have one. It spares
+// the map Scores builds, a third of a query's cost at 100,000 ids
+// (BenchmarkScores).
+func (x *Index) Similarities(ctx context.Context, query string, ids []string) ([]float32, error) {
+	q, err := x.queryVector(ctx, query, ids)
+	if err != nil || q == nil {
+		return nil, err
+	}
+	return x.vecs.similarities(q, ids)
+}
+
+// queryVector returns the query's vector, from the cache or the endpoint;
+// nil without error when there is nothing to compare it with.
+func (x *Index) queryVector(ctx context.Context, query string, ids []string) ([]float32, error) {
 	if len(ids) == 0 || strings.TrimSpace(query) == "" || x.vecs.len() == 0 {
-		return map[string]float64{}, nil // nothing to compare: no request
+		return nil, nil // nothing to compare: no request
 	}
 	key := cutUTF8(query, MaxTextBytes)
 	q, ok := x.queries.Get(key)
@@ -203,7 +228,7 @@ func (x *Index) Scores(ctx context.Context, query string, ids []string) (map[str
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return x.vecs.scores(q, ids)
+	return q, nil
 }
 
 // run is the worker: it loads the stored vectors, reconciles, then applies

@@ -196,6 +196,13 @@ func TestScoresFindsTheIssueExample(t *testing.T) {
 			t.Errorf("%s: cosine %.6f, want %.6f", id, got[id], want)
 		}
 	}
+	sims, err := x.Similarities(t.Context(), query, []string{"r1", "unknown", "r3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sims) != 3 || float64(sims[0]) != got["r1"] || !math.IsNaN(float64(sims[1])) || float64(sims[2]) != got["r3"] {
+		t.Errorf("similarities %v, want r1's and r3's scores around NaN", sims)
+	}
 	calls := f.srv.Calls()
 	hasScore(t, x, query, "r1")
 	if f.srv.Calls() != calls {

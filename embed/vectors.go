@@ -125,19 +125,37 @@ func (x *vectors) idList() []string {
 const parallelFrom = 8192
 
 // scores returns the cosine of q (unit length) with the vector of each id
-// that has one. The read lock is held for the scan, so rows cannot be
-// reused under it.
+// that has one, as a map.
 func (x *vectors) scores(q []float32, ids []string) (map[string]float64, error) {
+	sims, err := x.similarities(q, ids)
+	switch {
+	case err != nil:
+		return nil, err
+	case sims == nil:
+		return map[string]float64{}, nil
+	}
+	out := make(map[string]float64, len(ids))
+	for i, s := range sims {
+		if !math.IsNaN(float64(s)) {
+			out[ids[i]] = float64(s)
+		}
+	}
+	return out, nil
+}
+
+// similarities returns the cosine of q (unit length) with the vector of
+// each id by position, NaN where an id has none; nil when no id can have
+// one. The read lock is held for the scan, so rows cannot be reused under
+// it.
+func (x *vectors) similarities(q []float32, ids []string) ([]float32, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	if len(x.rows) == 0 {
-		return map[string]float64{}, nil
+		return nil, nil
 	}
 	if len(q) != x.dim {
 		return nil, fmt.Errorf("embed: the query has %d dimensions, the records %d: %w", len(q), x.dim, ErrDimension)
 	}
-	// Dot products by position, NaN where an id has no vector; the map is
-	// filled afterwards, on one goroutine.
 	sims := make([]float32, len(ids))
 	parts := 1
 	if len(ids) >= parallelFrom {
@@ -152,13 +170,7 @@ func (x *vectors) scores(q []float32, ids []string) (map[string]float64, error) 
 		wg.Go(func() { x.scoreRange(q, ids[lo:hi], sims[lo:hi]) })
 	}
 	wg.Wait()
-	out := make(map[string]float64, min(len(ids), len(x.rows)))
-	for i, s := range sims {
-		if !math.IsNaN(float64(s)) {
-			out[ids[i]] = max(-1, min(1, float64(s)))
-		}
-	}
-	return out, nil
+	return sims, nil
 }
 
 func (x *vectors) scoreRange(q []float32, ids []string, sims []float32) {
@@ -169,7 +181,7 @@ func (x *vectors) scoreRange(q []float32, ids []string, sims []float32) {
 			sims[i] = nan
 			continue
 		}
-		sims[i] = dot(q, x.slab[int(r)*x.dim:int(r+1)*x.dim])
+		sims[i] = max(-1, min(1, dot(q, x.slab[int(r)*x.dim:int(r+1)*x.dim]))) // rounding can pass ±1
 	}
 }
 

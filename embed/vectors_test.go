@@ -24,12 +24,22 @@ func TestScoresMatchPlainCosine(t *testing.T) {
 		}
 		vs.remove(ids[5])
 		q := randomUnit(r, 1, dim)[0]
-		got, err := vs.scores(q, append(ids, "missing"))
+		all := append(ids, "missing")
+		got, err := vs.scores(q, all)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(got) != n-1 {
 			t.Fatalf("dim %d: %d scores, want %d", dim, len(got), n-1)
+		}
+		sims, err := vs.similarities(q, all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range sims {
+			if v, ok := got[all[i]]; ok != !math.IsNaN(float64(s)) || ok && float64(s) != v {
+				t.Fatalf("dim %d, position %d: similarity %v, score %v (%v)", dim, i, s, v, ok)
+			}
 		}
 		for i, v := range rows {
 			if i == 5 {
