@@ -255,6 +255,7 @@ func TestChangedNeverBlocksAndReconcilesAfterOverflow(t *testing.T) {
 	f := newFixture(t, embedtest.Options{})
 	f.srv.Stall()
 	x := f.open(t, indexOpts{queueSize: 4})
+	eventually(t, "the start's reconcile", func() bool { return reconciles(t, f) >= 1 })
 	const n = 500
 	// With the embedder stalled the worker holds one batch; 4 more fit the
 	// queue, the rest overflow. Every call returns (else the test hangs).
@@ -274,9 +275,7 @@ func TestChangedNeverBlocksAndReconcilesAfterOverflow(t *testing.T) {
 	if _, ok := got["r007"]; ok {
 		t.Error("the deleted record has a vector")
 	}
-	if len(f.store.Keys("v/")) != n-1 {
-		t.Errorf("%d stored vectors, want %d", len(f.store.Keys("v/")), n-1)
-	}
+	eventually(t, "every vector stored", func() bool { return len(f.store.Keys("v/")) == n-1 }) // stored after it is held
 	eventually(t, "the vectors gauge", func() bool {
 		return metricValue(t, f.reg, "memgate_embed_vectors") == n-1
 	})
@@ -293,9 +292,7 @@ func TestRemovedRecordLosesItsVector(t *testing.T) {
 	if got := hasScore(t, x, "editor theme", "r1", "r2"); len(got) != 1 || got["r2"] == 0 {
 		t.Errorf("scores %v, want r2 alone", got)
 	}
-	if keys := f.store.Keys("v/"); !slices.Equal(keys, []string{"v/r2"}) {
-		t.Errorf("stored %v, want [v/r2]", keys)
-	}
+	eventually(t, "r1's stored vector deleted", func() bool { return slices.Equal(f.store.Keys("v/"), []string{"v/r2"}) })
 }
 
 func TestChangedTextIsEmbeddedAgain(t *testing.T) {
