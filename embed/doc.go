@@ -74,8 +74,9 @@
 // That is above the 25 ms a read should cost: at 768 dimensions a query
 // reads 300 MB of vectors, so the scan is bound by memory bandwidth, and at
 // 100,000 ids the map the interface returns costs about as much again as
-// the arithmetic at 384. Scaling is linear: the same machine stays under
-// 25 ms up to some 30,000 records of 384 dimensions or 15,000 of 768.
+// the arithmetic at 384. The cost is linear in the ids: 25 ms of CPU is
+// reached at some 55,000 records of 384 dimensions or 30,000 of 768 (wall
+// time is longer while the machine is shared).
 // Options measured and not taken: int8 quantisation (a quarter of the
 // bytes, but without SIMD the widening multiplies made it 2× slower than
 // float32 in a Go loop); bfloat16 (half the bytes, no faster, a third of
