@@ -131,9 +131,10 @@ func (x *Index) Open() error {
 	return nil
 }
 
-// Close stops the worker: the batch in hand is finished, changes still
-// queued are dropped (the next start's reconcile embeds them). If ctx ends
-// first, the batch is abandoned and Close returns ctx's error.
+// Close stops the worker: a request in flight may finish and its vectors
+// are kept, nothing new is sent; changes not embedded yet are left to the
+// next start's reconcile. If ctx ends first, the request is abandoned and
+// Close returns ctx's error.
 func (x *Index) Close(ctx context.Context) error {
 	x.mu.Lock()
 	if !x.opened || x.stopped.Load() {
@@ -367,6 +368,9 @@ func (x *Index) embed(ctx context.Context, todo []change) {
 	}
 	retry := x.newBackoff()
 	for {
+		if x.stopping() { // closing after a wait: a new attempt would hold Close up
+			return
+		}
 		vs, err := x.client.Embed(ctx, texts)
 		switch {
 		case err == nil:
