@@ -22,9 +22,9 @@
 //     against a scan of the active records: it embeds what has no vector
 //     (or a vector of another text) and drops vectors of records gone. With
 //     the endpoint down, a batch waits with backoff (1s doubling to 1m) and
-//     the queue holds; the rest of memgate is unaffected. Close finishes the
-//     batch in hand, bounded by its context; what is still queued is
-//     embedded by the next start's reconcile.
+//     the queue holds; the rest of memgate is unaffected. Close lets a
+//     request in flight finish, bounded by its context, and sends nothing
+//     more; what is not embedded yet is left to the next start's reconcile.
 //   - Store persists vectors (with the model name and dimension), so a
 //     restart embeds only what changed meanwhile. Vectors of another model,
 //     or of another dimension under the same model name, are discarded and

@@ -73,7 +73,7 @@ type Index struct {
 
 	mu      sync.Mutex // guards the lifecycle below
 	opened  bool
-	stop    chan struct{} // closed by Close: finish the batch in hand, then return
+	stop    chan struct{} // closed by Close: let the request in flight finish, then return
 	cancel  context.CancelFunc
 	done    chan struct{}
 	stopped atomic.Bool
