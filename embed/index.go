@@ -338,7 +338,7 @@ func (x *Index) apply(ctx context.Context, batch []change, touched map[string]bo
 			touched[c.id] = true
 		}
 		switch {
-		case !c.active:
+		case !c.active || strings.TrimSpace(c.text) == "": // nothing to embed: no vector
 			if x.vecs.remove(c.id) {
 				gone = append(gone, c.id)
 			}
@@ -442,6 +442,9 @@ func (x *Index) reconcileAll(ctx context.Context) error {
 	active := map[string]bool{}
 	var todo []change
 	if err := x.scan(ctx, func(id, text string) bool {
+		if strings.TrimSpace(text) == "" {
+			return !x.stopping() // no vector; dropped below if it had one
+		}
 		active[id] = true
 		if !x.vecs.has(id, textSum(text)) {
 			todo = append(todo, change{id: id, text: text, active: true})

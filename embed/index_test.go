@@ -285,14 +285,25 @@ func TestRemovedRecordLosesItsVector(t *testing.T) {
 	f := newFixture(t, embedtest.Options{})
 	x := f.open(t, indexOpts{})
 	f.write(x, "r1", "I prefer dark mode in every editor")
-	f.write(x, "r2", "I prefer light mode in the terminal")
+	f.write(x, "r2", "I prefer light mode in the terminal") // unchanged: no request
 	eventually(t, "two vectors", func() bool { return x.Len() == 2 })
 	f.delete(x, "r1")
 	eventually(t, "one vector", func() bool { return x.Len() == 1 })
-	if got := hasScore(t, x, "editor theme", "r1", "r2"); len(got) != 1 || got["r2"] == 0 {
+	calls := f.srv.Calls()
+	f.write(x, "r3", " ") // a blank text has nothing to embed
+	f.write(x, "r2", "I prefer light mode in the terminal") // unchanged: no request
+	f.write(x, "r4", "")
+	f.write(x, "r5", "dark terminal colours")
+	eventually(t, "r5's vector", func() bool { return x.Len() == 2 }) // changes apply in order: r3 and r4 are behind
+	if got := f.srv.Calls() - calls; got != 1 {
+		t.Errorf("%d requests for one text worth embedding, want 1", got)
+	}
+	if got := hasScore(t, x, "editor theme", "r1", "r2", "r3", "r4"); len(got) != 1 || got["r2"] == 0 {
 		t.Errorf("scores %v, want r2 alone", got)
 	}
-	eventually(t, "r1's stored vector deleted", func() bool { return slices.Equal(f.store.Keys("v/"), []string{"v/r2"}) })
+	eventually(t, "r1's stored vector deleted", func() bool {
+		return slices.Equal(f.store.Keys("v/"), []string{"v/r2", "v/r5"})
+	})
 }
 
 func TestChangedTextIsEmbeddedAgain(t *testing.T) {
