@@ -285,7 +285,7 @@ func TestRemovedRecordLosesItsVector(t *testing.T) {
 	f := newFixture(t, embedtest.Options{})
 	x := f.open(t, indexOpts{})
 	f.write(x, "r1", "I prefer dark mode in every editor")
-	f.write(x, "r2", "I prefer light mode in the terminal") // unchanged: no request
+	f.write(x, "r2", "I prefer light mode in the terminal")
 	eventually(t, "two vectors", func() bool { return x.Len() == 2 })
 	f.delete(x, "r1")
 	eventually(t, "one vector", func() bool { return x.Len() == 1 })
