@@ -294,7 +294,7 @@ func TestRemovedRecordLosesItsVector(t *testing.T) {
 	f.write(x, "r2", "I prefer light mode in the terminal") // unchanged: no request
 	f.write(x, "r4", "")
 	f.write(x, "r5", "dark terminal colours")
-	eventually(t, "r5's vector", func() bool { return x.Len() == 2 }) // changes apply in order: r3 and r4 are behind
+	eventually(t, "r5's vector", func() bool { return x.Len() == 2 }) // changes apply in order: r3 and r4 came first
 	if got := f.srv.Calls() - calls; got != 1 {
 		t.Errorf("%d requests for one text worth embedding, want 1", got)
 	}
