@@ -62,14 +62,17 @@
 // goroutines; the result map is filled after, on one goroutine.
 //
 // Measured with BenchmarkScores at 100,000 records on the 2-core
-// development VM while other jobs loaded it (load average 11 to 20), as
-// CPU time per query, which the load inflates less than wall time:
+// development VM while other jobs loaded it (two runs, load average 9 to
+// 20), as CPU time per query, which the load inflates less than wall time:
 //
 //	                          384 dims    768 dims
-//	plain Go loop (baseline)   90 ms       135 ms
-//	Scores                     40-49 ms    76-84 ms
-//	Similarities (no map)      32-36 ms    70-75 ms
+//	plain Go loop (baseline)   90-106 ms   110-137 ms
+//	Scores                     40-55 ms    72-84 ms
+//	Similarities (no map)      29-36 ms    65-75 ms
 //	map and lookups alone      18-25 ms    15-26 ms
+//
+// Wall time in the quieter run (load 10): Scores 110-170 ms at 384
+// dimensions and 140-160 ms at 768.
 //
 // That is above the 25 ms a read should cost: at 768 dimensions a query
 // reads 300 MB of vectors, so the scan is bound by memory bandwidth, and at
