@@ -290,7 +290,7 @@ func TestRemovedRecordLosesItsVector(t *testing.T) {
 	f.delete(x, "r1")
 	eventually(t, "one vector", func() bool { return x.Len() == 1 })
 	calls := f.srv.Calls()
-	f.write(x, "r3", " ") // a blank text has nothing to embed
+	f.write(x, "r3", " ")                                   // a blank text has nothing to embed
 	f.write(x, "r2", "I prefer light mode in the terminal") // unchanged: no request
 	f.write(x, "r4", "")
 	f.write(x, "r5", "dark terminal colours")
