@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -50,10 +49,8 @@ func (s *Store) Put(ctx context.Context, namespace, k string, v []byte) error {
 // through DB() is not durable until Sync. Keys under the store's own
 // prefixes are refused.
 func (s *Store) PutKey(ctx context.Context, k, v []byte) error {
-	for _, p := range layoutPrefixes {
-		if bytes.HasPrefix(k, []byte(p)) {
-			return fmt.Errorf("store: put %q: the %s prefix belongs to the store", k, p)
-		}
+	if err := checkOwnKey(k); err != nil {
+		return err
 	}
 	if err := s.setDurable(ctx, k, v); err != nil {
 		return fmt.Errorf("store: put %q: %w", k, err)
