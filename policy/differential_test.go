@@ -1,0 +1,160 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/secrets"
+	"github.com/memgate/memgate/store"
+)
+
+// speedupPair is one policy compiled twice: as the sidecar runs it, and
+// with every speed-up off (compileConfig.plain).
+type speedupPair struct {
+	name        string
+	fast, plain *Compiled
+}
+
+// differentialPolicies are the default policy and two operator-style
+// policies: one that reads input as a whole (testdata/whole-input), one
+// whose references are built from data (testdata/dynamic-refs).
+var differentialPolicies = sync.OnceValues(func() ([]speedupPair, error) {
+	sets := []struct {
+		name  string
+		files func() (FileSet, error)
+	}{
+		{"default", func() (FileSet, error) { return DefaultFiles(), nil }},
+		{"whole-input", func() (FileSet, error) { return ReadDir("testdata/whole-input") }},
+		{"dynamic-refs", func() (FileSet, error) { return ReadDir("testdata/dynamic-refs") }},
+	}
+	var pairs []speedupPair
+	for _, s := range sets {
+		files, err := s.files()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		fast, err := compile(context.Background(), files, compileConfig{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.name, err)
+		}
+		plain, err := compile(context.Background(), files, compileConfig{plain: true})
+		if err != nil {
+			return nil, fmt.Errorf("%s, plain: %w", s.name, err)
+		}
+		pairs = append(pairs, speedupPair{name: s.name, fast: fast, plain: plain})
+	}
+	return pairs, nil
+})
+
+func speedupPairs(t testing.TB) []speedupPair {
+	t.Helper()
+	pairs, err := differentialPolicies()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pairs
+}
+
+// callOutcome is what a call decides, in full: the decision or placement,
+// or the kind of error (an error's text may differ between the paths).
+func callOutcome(ctx context.Context, p *Compiled, place bool, in *memory.PolicyInput) any {
+	type failed struct{ Reason string }
+	if place {
+		pl, err := p.Place(ctx, in)
+		if err != nil {
+			return failed{ErrorReason(err)}
+		}
+		return pl
+	}
+	d, err := p.Classify(ctx, in)
+	if err != nil {
+		return failed{ErrorReason(err)}
+	}
+	return d
+}
+
+// checkSame evaluates call with and without every speed-up under each
+// policy and reports any difference; it returns how many outcomes were
+// not errors.
+func checkSame(t testing.TB, pairs []speedupPair, label string, call benchCall) int {
+	t.Helper()
+	ctx := context.Background()
+	decided := 0
+	for _, pair := range pairs {
+		got := callOutcome(ctx, pair.fast, call.place, call.in)
+		want := callOutcome(ctx, pair.plain, call.place, call.in)
+		if !reflect.DeepEqual(got, want) {
+			in, _ := json.Marshal(call.in)
+			t.Errorf("%s, %s (place %v): with speed-ups %+v\nwithout %+v\ninput %s", pair.name, label, call.place, got, want, in)
+			continue
+		}
+		if _, isDecision := got.(memory.Decision); isDecision || call.place {
+			decided++
+		}
+	}
+	return decided
+}
+
+// corpusCalls are the evaluations the governor makes for every labelled
+// example written as free text (placing, then deciding), recorded from
+// the sidecar's default policy on a Badger store.
+func corpusCalls(t testing.TB) []benchCall {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	sc, err := secrets.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &evalRecorder{evaluator: compileDefault(t)}
+	g := memory.NewGovernor(memory.Options{Store: st, Classifier: rec, Secrets: sc})
+	for _, part := range []string{"dev", "dev2", "holdout", "holdout2"} {
+		f, err := os.Open("corpus/" + part + ".jsonl")
+		if err != nil {
+			t.Fatal(err)
+		}
+		examples, err := ReadExamples(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range examples {
+			_, err := g.Submit(ctx, memory.Candidate{Summary: e.Text, Layer: e.Layer, CandidateSource: e.Source,
+				Scope: memory.Scope{UserID: "u-" + e.ID}, Actor: memory.Actor{AgentID: "corpus", Dialect: "native"}})
+			if err != nil {
+				t.Fatalf("%s: %v", e.ID, err)
+			}
+		}
+	}
+	return rec.calls
+}
+
+// TestSpeedupsKeepCorpusDecisions evaluates every call the governor makes
+// for the labelled corpus, under the default policy and the two operator
+// policies, with and without every speed-up: the outcomes must be
+// identical.
+func TestSpeedupsKeepCorpusDecisions(t *testing.T) {
+	pairs := speedupPairs(t)
+	calls := corpusCalls(t)
+	decided := 0
+	for i, call := range calls {
+		if i%raceStride != 0 {
+			continue
+		}
+		decided += checkSame(t, pairs, fmt.Sprintf("corpus call %d %q", i, call.in.Candidate.Summary), call)
+	}
+	t.Logf("%d corpus calls (every %d), %d outcomes decided alike", len(calls), raceStride, decided)
+	if len(calls) < 1500 || decided < len(calls)/raceStride {
+		t.Fatalf("only %d calls, %d decided: the corpus no longer exercises the policies", len(calls), decided)
+	}
+}
