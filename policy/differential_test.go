@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"reflect"
 	"sync"
@@ -157,4 +158,48 @@ func TestSpeedupsKeepCorpusDecisions(t *testing.T) {
 	if len(calls) < 1500 || decided < len(calls)/raceStride {
 		t.Fatalf("only %d calls, %d decided: the corpus no longer exercises the policies", len(calls), decided)
 	}
+}
+
+// TestSpeedupsKeepMutatedDecisions is the differential test over fuzzed
+// inputs: corpus texts mutated by a fixed-seed generator, in inputs whose
+// other fields vary, each placed and decided by every policy with and
+// without the speed-ups.
+func TestSpeedupsKeepMutatedDecisions(t *testing.T) {
+	pairs := speedupPairs(t)
+	texts, words := corpusTexts(t), mutationWords(t)
+	rng := rand.New(rand.NewPCG(15, 2026))
+	n := 1200 / raceStride
+	for i := range n {
+		text := mutateText(rng, texts[rng.IntN(len(texts))], words, texts)
+		excerpt := []string{"", texts[rng.IntN(len(texts))], mutateText(rng, "", words, texts)}[rng.IntN(3)]
+		in := fuzzInput(text, excerpt, fuzzValues[rng.IntN(len(fuzzValues))], rng.Uint64(), texts)
+		for _, place := range []bool{true, false} {
+			checkSame(t, pairs, fmt.Sprintf("mutation %d %q", i, text), benchCall{place: place, in: in})
+		}
+		if t.Failed() {
+			t.FailNow() // one input's report is enough to go on
+		}
+	}
+}
+
+// FuzzSpeedupsKeepDecisions is the same check as a Go fuzz target, seeded
+// from the corpus: `go test` runs the seeds, and
+//
+//	go test -run '^$' -fuzz FuzzSpeedupsKeepDecisions -fuzztime 10m ./policy/
+//
+// searches further.
+func FuzzSpeedupsKeepDecisions(f *testing.F) {
+	texts := corpusTexts(f)
+	for i, text := range texts {
+		if i%(30*raceStride) == 0 {
+			f.Add(text, "", fuzzValues[i%len(fuzzValues)], uint64(i)*0x9e3779b97f4a7c15)
+		}
+	}
+	pairs := speedupPairs(f)
+	f.Fuzz(func(t *testing.T, text, excerpt, value string, knobs uint64) {
+		in := fuzzInput(text, excerpt, value, knobs, texts)
+		for _, place := range []bool{true, false} {
+			checkSame(t, pairs, fmt.Sprintf("%q", text), benchCall{place: place, in: in})
+		}
+	})
 }
