@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"reflect"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -169,6 +170,9 @@ func TestSpeedupsKeepMutatedDecisions(t *testing.T) {
 	texts, words := corpusTexts(t), mutationWords(t)
 	rng := rand.New(rand.NewPCG(15, 2026))
 	n := 1200 / raceStride
+	if v, err := strconv.Atoi(os.Getenv("MEMGATE_DIFF_MUTATIONS")); err == nil {
+		n = v // a longer search: MEMGATE_DIFF_MUTATIONS=20000
+	}
 	for i := range n {
 		text := mutateText(rng, texts[rng.IntN(len(texts))], words, texts)
 		excerpt := []string{"", texts[rng.IntN(len(texts))], mutateText(rng, "", words, texts)}[rng.IntN(3)]
