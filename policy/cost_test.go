@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -41,20 +40,9 @@ func (f costFigures) String() string {
 func lowRiskTexts(t testing.TB) []string {
 	t.Helper()
 	var texts []string
-	for _, part := range []string{"dev", "dev2"} {
-		f, err := os.Open("corpus/" + part + ".jsonl")
-		if err != nil {
-			t.Fatal(err)
-		}
-		examples, err := ReadExamples(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range examples {
-			if !e.HighRisk() && e.Expect == memory.ActionApply && e.Layer == "" {
-				texts = append(texts, e.Text)
-			}
+	for _, e := range corpusExamples(t, "dev", "dev2") {
+		if !e.HighRisk() && e.Expect == memory.ActionApply && e.Layer == "" {
+			texts = append(texts, e.Text)
 		}
 	}
 	return texts

@@ -120,25 +120,14 @@ func corpusCalls(t testing.TB, stride int) []benchCall {
 	}
 	rec := &evalRecorder{evaluator: compileDefault(t)}
 	g := memory.NewGovernor(memory.Options{Store: st, Classifier: rec, Secrets: sc})
-	for _, part := range []string{"dev", "dev2", "holdout", "holdout2"} {
-		f, err := os.Open("corpus/" + part + ".jsonl")
-		if err != nil {
-			t.Fatal(err)
+	for i, e := range corpusExamples(t, allCorpusParts...) {
+		if i%stride != 0 {
+			continue
 		}
-		examples, err := ReadExamples(f)
-		f.Close()
+		_, err := g.Submit(ctx, memory.Candidate{Summary: e.Text, Layer: e.Layer, CandidateSource: e.Source,
+			Scope: memory.Scope{UserID: "u-" + e.ID}, Actor: memory.Actor{AgentID: "corpus", Dialect: "native"}})
 		if err != nil {
-			t.Fatal(err)
-		}
-		for i, e := range examples {
-			if i%stride != 0 {
-				continue
-			}
-			_, err := g.Submit(ctx, memory.Candidate{Summary: e.Text, Layer: e.Layer, CandidateSource: e.Source,
-				Scope: memory.Scope{UserID: "u-" + e.ID}, Actor: memory.Actor{AgentID: "corpus", Dialect: "native"}})
-			if err != nil {
-				t.Fatalf("%s: %v", e.ID, err)
-			}
+			t.Fatalf("%s: %v", e.ID, err)
 		}
 	}
 	return rec.calls

@@ -17,11 +17,11 @@ import (
 // sources, slot versions, values with odd numbers and escapes, metadata,
 // judge verdicts, secret findings).
 
-// corpusTexts reads every labelled example's text.
-func corpusTexts(t testing.TB) []string {
+// corpusExamples reads the labelled examples of the corpus parts.
+func corpusExamples(t testing.TB, parts ...string) []Example {
 	t.Helper()
-	var texts []string
-	for _, part := range []string{"dev", "dev2", "holdout", "holdout2"} {
+	var out []Example
+	for _, part := range parts {
 		f, err := os.Open("corpus/" + part + ".jsonl")
 		if err != nil {
 			t.Fatal(err)
@@ -29,11 +29,21 @@ func corpusTexts(t testing.TB) []string {
 		examples, err := ReadExamples(f)
 		f.Close()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("corpus/%s.jsonl: %v", part, err)
 		}
-		for _, e := range examples {
-			texts = append(texts, e.Text)
-		}
+		out = append(out, examples...)
+	}
+	return out
+}
+
+var allCorpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
+
+// corpusTexts reads every labelled example's text.
+func corpusTexts(t testing.TB) []string {
+	t.Helper()
+	var texts []string
+	for _, e := range corpusExamples(t, allCorpusParts...) {
+		texts = append(texts, e.Text)
 	}
 	return texts
 }
