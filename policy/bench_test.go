@@ -84,7 +84,20 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 //
 //	go test -run '^$' -bench BenchmarkDecision -benchtime 20000x ./policy/
 func BenchmarkDecision(b *testing.B) {
-	c := openDefault(b)
+	benchmarkDecision(b, openDefault(b))
+}
+
+// BenchmarkDecisionPlain is BenchmarkDecision with every speed-up off
+// (compileConfig.plain): what the speed-ups are worth, in the same run.
+func BenchmarkDecisionPlain(b *testing.B) {
+	p, err := compile(context.Background(), DefaultFiles(), compileConfig{plain: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchmarkDecision(b, p)
+}
+
+func benchmarkDecision(b *testing.B, c evaluator) {
 	inputs := benchInputs(b)
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)
