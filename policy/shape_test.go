@@ -64,6 +64,10 @@ d if count(input) > 0`, []string{"*"}},
 		{"a part of input bound to data by with", `package p
 e if data.cfg.layer == "x"
 d if e with data.cfg.layer as input.current.layer`, []string{"current.layer.*"}},
+		{"a part in a comprehension head", `package p
+d if count([input.candidate.layer | some x in [1]]) > 0`, []string{"candidate.layer.*"}},
+		{"a part under every", `package p
+d if every p in input.pending { p.layer == "x" }`, []string{"pending.*"}},
 		{"a whole part absorbs its fields", `package p
 d if { input.candidate.layer; x := input.candidate }`, []string{"candidate.*"}},
 	} {
@@ -138,7 +142,8 @@ d if e with data.cfg as input`, nil},
 		{"object.remove", `d if object.remove(input, ["pending"]).candidate.layer == "x"`, nil},
 		{"a rule that is input, read through data", `alias := input
 d if data.p.alias.candidate.layer == "x"`, nil},
-		{"input in a comprehension head", `d if count([x | some x in ["a"]; input]) > 0`, nil},
+		{"input in a comprehension head", `d if count([input | some x in ["a"]]) > 0`, nil},
+		{"input in a comprehension body", `d if count([x | some x in ["a"]; input]) > 0`, nil},
 		{"input under every", `d if every k, _ in {"op": 1} { input[k] }`, nil},
 		{"an else branch reads input whole", `g := "a" if input.op == "x"
 else := input
