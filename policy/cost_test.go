@@ -10,7 +10,6 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/secrets"
 	"github.com/memgate/memgate/store"
 )
 
@@ -56,23 +55,13 @@ func lowRiskTexts(t testing.TB) []string {
 func measureCost(t testing.TB, n int) costFigures {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	c := openDefault(t)
+	g, rec := recordingGovernor(t, store.Options{Dir: t.TempDir()}, c)
 	bare, err := badger.Open(badger.DefaultOptions(t.TempDir()).WithSyncWrites(true).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bare.Close() })
-	sc, err := secrets.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := openDefault(t)
-	rec := &evalRecorder{evaluator: c}
-	g := memory.NewGovernor(memory.Options{Store: st, Classifier: rec, Secrets: sc})
 	texts := lowRiskTexts(t)
 	f := costFigures{}
 	for i := range n {

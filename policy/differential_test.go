@@ -103,13 +103,12 @@ func checkSame(t testing.TB, pairs []speedupPair, label string, call benchCall) 
 	return decided
 }
 
-// corpusCalls are the evaluations the governor makes for every stride-th
-// labelled example written as free text (placing, then deciding),
-// recorded from the sidecar's default policy on a Badger store.
-func corpusCalls(t testing.TB, stride int) []benchCall {
+// recordingGovernor is the governor the sidecar runs, on a Badger store
+// opened with opts and the secret scanner, with policy c behind a
+// recorder of its evaluations.
+func recordingGovernor(t testing.TB, opts store.Options, c evaluator) (*memory.Governor, *evalRecorder) {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
+	st, err := store.Open(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +117,17 @@ func corpusCalls(t testing.TB, stride int) []benchCall {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &evalRecorder{evaluator: compileDefault(t)}
-	g := memory.NewGovernor(memory.Options{Store: st, Classifier: rec, Secrets: sc})
+	rec := &evalRecorder{evaluator: c}
+	return memory.NewGovernor(memory.Options{Store: st, Classifier: rec, Secrets: sc}), rec
+}
+
+// corpusCalls are the evaluations the governor makes for every stride-th
+// labelled example written as free text (placing, then deciding),
+// recorded from the sidecar's default policy on a Badger store.
+func corpusCalls(t testing.TB, stride int) []benchCall {
+	t.Helper()
+	ctx := context.Background()
+	g, rec := recordingGovernor(t, store.Options{Dir: t.TempDir(), NoSync: true}, compileDefault(t))
 	for i, e := range corpusExamples(t, allCorpusParts...) {
 		if i%stride != 0 {
 			continue
