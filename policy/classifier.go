@@ -233,7 +233,7 @@ func (c *Classifier) install(ctx context.Context, files FileSet, source string, 
 	if rev == c.lastFailure {
 		return fmt.Errorf("policy %s from %s was already refused", short(rev), source)
 	}
-	p, err := compile(ctx, files, runTests)
+	p, err := compile(ctx, files, compileConfig{runTests: runTests})
 	if err != nil {
 		if ctx.Err() != nil { // a shutdown or timeout is no verdict on the policy
 			return fmt.Errorf("load policy %s from %s: %w", short(rev), source, err)

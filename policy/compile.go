@@ -34,6 +34,21 @@ type Compiled struct {
 	// place is prepared when the policy defines a placement document;
 	// without one, free text is placed by the slot fields of a decision.
 	place *preparedQuery
+	// plain is set when the policy was compiled with every speed-up off
+	// (compileConfig.plain): queries then take the plain path of plain.go.
+	plain *plainPath
+}
+
+// compileConfig holds compile's switches.
+type compileConfig struct {
+	// runTests runs the policy's Rego tests; the embedded default policy's
+	// tests run in go test, so starting the sidecar skips them.
+	runTests bool
+	// plain compiles the policy with every speed-up off, as the reference
+	// the differential test holds the fast path to: the whole input as
+	// JSON, text features by plain loops, OPA's own store,
+	// caches and result conversion (plain.go).
+	plain bool
 }
 
 // preparedQuery is one query of the policy with the input it reads.
@@ -55,12 +70,11 @@ var _ memory.Classifier = (*Compiled)(nil)
 // policy must parse as Rego v1, compile, pass its own Rego tests and decide
 // a plain knowledge write.
 func Compile(ctx context.Context, files FileSet) (*Compiled, error) {
-	return compile(ctx, files, true)
+	return compile(ctx, files, compileConfig{runTests: true})
 }
 
-// compile is Compile with the Rego tests optional: the embedded default
-// policy's tests run in go test, so starting the sidecar skips them.
-func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, error) {
+// compile is Compile with its switches.
+func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, error) {
 	rev := files.Revision()
 	if err := files.Validate(); err != nil {
 		return nil, err
@@ -77,7 +91,7 @@ func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, erro
 	if err != nil {
 		return nil, err
 	}
-	if runTests && len(tests) > 0 {
+	if cfg.runTests && len(tests) > 0 {
 		all := make(map[string]*ast.Module, len(modules)+len(tests))
 		for k, m := range modules {
 			all[k] = m
@@ -90,6 +104,9 @@ func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, erro
 		}
 	}
 	compiler, store := ast.NewCompiler(), dataStore(data)
+	if cfg.plain {
+		store = inmem.NewFromObject(data)
+	}
 	opts := []func(*rego.Rego){rego.Query(DecisionQuery), rego.Store(store), rego.Compiler(compiler)}
 	for _, m := range modules {
 		opts = append(opts, rego.ParsedModule(m))
@@ -114,6 +131,9 @@ func compile(ctx context.Context, files FileSet, runTests bool) (*Compiled, erro
 	}
 	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root},
 		decision: newPreparedQuery(pq, compiler, DecisionQuery, features), place: place}
+	if cfg.plain {
+		p.plain = newPlainPath(data)
+	}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
 	}

@@ -67,6 +67,9 @@ func (p *Compiled) eval(ctx context.Context, q *preparedQuery, in *memory.Policy
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("evaluate policy: %w", err)
 	}
+	if p.plain != nil {
+		return p.plain.eval(ctx, q.PreparedEvalQuery, in)
+	}
 	input, err := inputValue(in, q.features, q.shape)
 	if err != nil {
 		return nil, fmt.Errorf("build policy input: %w", err)
@@ -83,16 +86,35 @@ func (p *Compiled) eval(ctx context.Context, q *preparedQuery, in *memory.Policy
 		rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()), rego.EvalBaseCache(p.data),
 		rego.EvalVirtualCache(vc))
 	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return nil, fmt.Errorf("evaluate policy: %w (%v)", ctxErr, err)
-		}
-		return nil, fmt.Errorf("evaluate policy: %w", err)
+		return nil, evalError(ctx, err)
 	}
 	return resultValue(rs)
 }
 
+// evalError wraps an evaluation error, naming the context's error first
+// when it ended the evaluation.
+func evalError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return fmt.Errorf("evaluate policy: %w (%v)", ctxErr, err)
+	}
+	return fmt.Errorf("evaluate policy: %w", err)
+}
+
 // resultValue returns the value of the one result of the decision query.
 func resultValue(rs rego.ResultSet) (ast.Value, error) {
+	x, err := onlyResult(rs)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := x.(*ast.Term)
+	if !ok {
+		return nil, fmt.Errorf("%w: result is %T", ErrMalformed, x)
+	}
+	return t.Value, nil
+}
+
+// onlyResult returns the value of the one expression of the one result.
+func onlyResult(rs rego.ResultSet) (any, error) {
 	switch {
 	case len(rs) == 0:
 		return nil, ErrUndefined
@@ -101,11 +123,7 @@ func resultValue(rs rego.ResultSet) (ast.Value, error) {
 	case len(rs[0].Expressions) != 1:
 		return nil, fmt.Errorf("%w: %d expressions in the result", ErrMalformed, len(rs[0].Expressions))
 	}
-	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
-	if !ok {
-		return nil, fmt.Errorf("%w: result is %T", ErrMalformed, rs[0].Expressions[0].Value)
-	}
-	return t.Value, nil
+	return rs[0].Expressions[0].Value, nil
 }
 
 // keepAST hands results back as AST terms: decoding the decision from them

@@ -72,3 +72,20 @@ func TestKeywordIndexRandom(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeywordIndex matches the default policy's keyword lists
+// against the corpus texts, normalized.
+func BenchmarkKeywordIndex(b *testing.B) {
+	f := compileDefault(b).features
+	var texts []string
+	for _, text := range corpusTexts(b) {
+		texts = append(texts, normalizeText(text))
+	}
+	found := make([]bool, len(f.keywords))
+	i := 0
+	for b.Loop() {
+		clear(found)
+		f.index.match(texts[i%len(texts)], found)
+		i++
+	}
+}

@@ -1,12 +1,14 @@
 package policy
 
 import (
+	"encoding/json"
 	"regexp"
-
-	"github.com/memgate/memgate/memory"
 	"regexp/syntax"
 	"slices"
 	"strings"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/open-policy-agent/opa/v1/util"
 )
 
 // prefiltered is a regular expression with a cheap necessary condition:
@@ -257,7 +259,7 @@ func newPrefilterIndex(patterns []patternFeature) *prefilterIndex {
 // matchPatterns sets found[id] for every pattern feature with a regexp
 // matching the summary, the evidence excerpt or the value.
 func (f *textFeatures) matchPatterns(rec *memory.Record, found []bool) {
-	raws := [3]string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
+	raws := [3]string{rec.Summary, rec.Evidence.Excerpt, valueText(rec.Value)}
 	var buf [64]bool
 	lits := buf[:0]
 	if f.literals.lists <= len(buf) {
@@ -286,9 +288,31 @@ func (f *textFeatures) matchPatterns(rec *memory.Record, found []bool) {
 	}
 }
 
+// valueText is the text a value's patterns are matched against, as
+// features.rego defines it: json.marshal(input.candidate.value), "" for
+// none or null. OPA marshals with encoding/json, so keys come sorted and
+// <, > and & escaped (\u003c): the raw bytes the writer sent would match
+// differently.
+func valueText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var v any
+	if err := util.UnmarshalJSON(raw, &v); err != nil || v == nil {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// matchesAny reports whether re matches one of texts; an empty text is
+// matched too, as the Rego definition matches every raw text.
 func matchesAny(re *regexp.Regexp, texts []string) bool {
 	for _, s := range texts {
-		if s != "" && re.MatchString(s) {
+		if re.MatchString(s) {
 			return true
 		}
 	}

@@ -101,8 +101,8 @@ func TestPatternFeaturesMatchThePlainRegexps(t *testing.T) {
 				want := false
 				for _, re := range pf.res {
 					plain := regexp.MustCompile(re.re.String())
-					for _, raw := range []string{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)} {
-						want = want || (raw != "" && plain.MatchString(raw))
+					for _, raw := range []string{rec.Summary, rec.Evidence.Excerpt, valueText(rec.Value)} {
+						want = want || plain.MatchString(raw)
 					}
 				}
 				if found[pf.id] != want {

@@ -26,66 +26,139 @@ var fullShape = &inputShape{all: true}
 // so every read of input is a reference with the input root at its head.
 // A comparison with null (input.current == null) only tells whether the
 // part is there: it adds the part without reading all of it.
+//
+// What the analysis cannot bound gives the whole input (fullShape):
+// input read whole or by a variable key at its root (walk(input),
+// json.marshal(input), object.get(input, path, x), input[k]), a `with`
+// that replaces part of input or binds anything to a value read from it,
+// and a call of a function that is neither a builtin nor a rule.
 func shapeOf(modules map[string]*ast.Module) *inputShape {
 	root := &inputShape{}
 	for _, m := range modules {
-		root.collect(m)
+		if !root.collect(m) {
+			return fullShape
+		}
 	}
-	return root
+	return root.bounded()
 }
 
 // queryShape is the shape of one query of a compiled policy: the input
-// references of the rules the query reaches through the compiler's
-// dependency graph (functions and else branches included), so placing a
-// text does not build what only deciding reads, and the other way round.
-// A query that reaches no rule gets the shape of every module.
+// references of the rules the query may reach (functions and else
+// branches included), so placing a text does not build what only deciding
+// reads, and the other way round. A query that reaches no rule gets the
+// shape of every module.
 func queryShape(c *ast.Compiler, query ast.Ref) *inputShape {
-	var stack []*ast.Rule
-	seen := map[*ast.Rule]bool{}
-	visit := func(r *ast.Rule) {
-		for ; r != nil; r = r.Else {
-			if !seen[r] {
-				seen[r] = true
-				stack = append(stack, r)
-			}
-		}
-	}
-	for _, r := range c.GetRules(query) {
-		visit(r)
-	}
-	if len(stack) == 0 {
+	rules := reachable(c, query)
+	if len(rules) == 0 {
 		return shapeOf(c.Modules)
 	}
 	root := &inputShape{}
-	for len(stack) > 0 {
-		r := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		root.collect(r)
-		for dep := range c.Graph.Dependencies(r) {
-			if d, ok := dep.(*ast.Rule); ok {
-				visit(d)
+	for _, r := range rules {
+		if !root.collect(r) {
+			return fullShape
+		}
+	}
+	return root.bounded()
+}
+
+// reachable lists the rules evaluating query may evaluate. Every
+// reference into data in a rule counts, as OPA lists the rules it may
+// select (a variable in it may select any of them): OPA's own dependency
+// graph narrows variables to the values it can prove, and a shape must
+// not rest on that.
+func reachable(c *ast.Compiler, query ast.Ref) []*ast.Rule {
+	var out []*ast.Rule
+	seen := map[*ast.Rule]bool{}
+	visit := func(rules []*ast.Rule) {
+		for _, r := range rules {
+			for ; r != nil; r = r.Else {
+				if !seen[r] {
+					seen[r] = true
+					out = append(out, r)
+				}
 			}
 		}
 	}
-	return root
+	opts := ast.RulesOptions{IncludeHiddenModules: true}
+	visit(c.GetRulesDynamicWithOpts(query, opts))
+	for i := 0; i < len(out); i++ {
+		r := out[i]
+		// The rule itself, not its else branches: they are in out too.
+		for _, x := range []any{r.Head, r.Body} {
+			ast.WalkRefs(x, func(ref ast.Ref) bool {
+				if ref.HasPrefix(ast.DefaultRootRef) {
+					visit(c.GetRulesDynamicWithOpts(ref, opts))
+				}
+				return false
+			})
+		}
+	}
+	return out
 }
 
-// collect adds the input references found in x (a module or a rule).
-func (s *inputShape) collect(x any) {
+// bounded is s, or fullShape when the root is read whole or by a
+// variable key.
+func (s *inputShape) bounded() *inputShape {
+	if s.all || s.elem != nil {
+		return fullShape
+	}
+	return s
+}
+
+// collect adds the input references found in x (a module or a rule), and
+// reports false when it meets one it cannot bound (see shapeOf).
+func (s *inputShape) collect(x any) bool {
+	ok := true
 	ast.NewGenericVisitor(func(x any) bool {
+		if !ok {
+			return true
+		}
 		switch x := x.(type) {
 		case *ast.Expr:
-			if ref, ok := nullComparison(x); ok {
+			if ref, isNull := nullComparison(x); isNull {
 				s.touch(ref[1:])
 				return true
+			}
+			if x.IsCall() && !knownFunction(x.Operator()) {
+				ok = false
+			}
+		case *ast.With:
+			if x.Target.Value.(ast.Ref).HasPrefix(ast.InputRootRef) || readsInput(x.Value) {
+				ok = false
+			}
+		case ast.Call:
+			if op, isRef := x[0].Value.(ast.Ref); !isRef || !knownFunction(op) {
+				ok = false
 			}
 		case ast.Ref:
 			if x.HasPrefix(ast.InputRootRef) {
 				s.add(x[1:])
 			}
 		}
-		return false
+		return !ok
 	}).Walk(x)
+	return ok
+}
+
+// knownFunction reports whether op names a builtin or a rule (a function
+// of the policy). print is left out: its output would show the pruned
+// input (the compiler drops print calls unless asked to keep them).
+func knownFunction(op ast.Ref) bool {
+	if op.HasPrefix(ast.DefaultRootRef) {
+		return true
+	}
+	name := op.String()
+	_, builtin := ast.BuiltinMap[name]
+	return builtin && name != ast.Print.Name && name != ast.InternalPrint.Name
+}
+
+func readsInput(x any) bool {
+	found := false
+	ast.WalkRefs(x, func(ref ast.Ref) bool {
+		found = found || ref.HasPrefix(ast.InputRootRef)
+		return found
+	})
+	return found
 }
 
 // nullComparison matches `input... == null` and `input... != null`.

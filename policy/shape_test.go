@@ -9,6 +9,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/types"
 )
 
 // paths lists a shape as sorted dotted paths, "*" where it is whole and
@@ -58,11 +59,17 @@ import input.candidate as c
 d if c.summary == "x"`, []string{"candidate.summary.*"}},
 		{"input itself", `package p
 d if count(input) > 0`, []string{"*"}},
+		// The compiler binds a with value read from input to a variable
+		// first: the part is read whole.
+		{"a part of input bound to data by with", `package p
+e if data.cfg.layer == "x"
+d if e with data.cfg.layer as input.current.layer`, []string{"current.layer.*"}},
+		{"a part in a comprehension head", `package p
+d if count([input.candidate.layer | some x in [1]]) > 0`, []string{"candidate.layer.*"}},
+		{"a part under every", `package p
+d if every p in input.pending { p.layer == "x" }`, []string{"pending.*"}},
 		{"a whole part absorbs its fields", `package p
 d if { input.candidate.layer; x := input.candidate }`, []string{"candidate.*"}},
-		{"with targets", `package p
-e if input.candidate.layer == "x"
-d if e with input.candidate.layer as "x"`, []string{"candidate.layer.*"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ast.NewCompiler()
@@ -86,7 +93,6 @@ f(r) if r.id == g(input.dialect)
 g(s) := s
 e if { input.candidate.summary == "x"; not unused }
 unused if input.actor.id
-w if helper with input.pending as []
 `
 	for _, tc := range []struct {
 		query string
@@ -95,9 +101,7 @@ w if helper with input.pending as []
 		{"data.p.d", []string{"candidate.factType.*", "candidate.layer.*", "current.*", "dialect.*", "op.*"}},
 		{"data.p.e", []string{"actor.id.*", "candidate.summary.*"}},
 		{"data.p.helper", []string{"candidate.factType.*", "candidate.layer.*"}},
-		// with targets are read: an input they replace is not built at all.
-		{"data.p.w", []string{"candidate.factType.*", "candidate.layer.*", "pending.*"}},
-		{"data.p.nothing", []string{"actor.id.*", "candidate.factType.*", "candidate.layer.*", "candidate.summary.*", "current.*", "dialect.*", "op.*", "pending.*"}},
+		{"data.p.nothing", []string{"actor.id.*", "candidate.factType.*", "candidate.layer.*", "candidate.summary.*", "current.*", "dialect.*", "op.*"}},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			c := ast.NewCompiler()
@@ -107,6 +111,62 @@ w if helper with input.pending as []
 			}
 			if got := queryShape(c, ast.MustParseRef(tc.query)).paths(""); !slices.Equal(got, tc.want) {
 				t.Errorf("shape %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnboundedReadsGetTheWholeInput: a policy whose reads of input the
+// analysis cannot bound is evaluated with all of it, whatever else it
+// reads field by field.
+func TestUnboundedReadsGetTheWholeInput(t *testing.T) {
+	decl := &ast.Builtin{Name: "custom.read", Decl: types.NewFunction(types.Args(types.A), types.B)}
+	for _, tc := range []struct {
+		name, rules string
+		compiler    func(*ast.Compiler)
+	}{
+		{"input passed whole to a function", `f(x) if x.candidate.layer == "x"
+d if f(input)`, nil},
+		{"input replaced by with", `e if input.candidate.layer == "x"
+d if e with input as {"candidate": {"layer": "x"}}`, nil},
+		{"a part of input replaced by with", `e if input.candidate.layer == "x"
+d if e with input.candidate.layer as "x"`, nil},
+		{"data bound to input by with", `e if data.cfg.current.layer == "x"
+d if e with data.cfg as input`, nil},
+		{"a variable key at the root", `d if { some k; input[k] == "write" }`, nil},
+		{"a key from data at the root", `d if input[data.cfg.root][data.cfg.field] == "x"`, nil},
+		{"walk", `d if { walk(input, [_, v]); v == "x" }`, nil},
+		{"json.marshal", `d if count(json.marshal(input)) > 10`, nil},
+		{"object.get", `d if object.get(input, ["candidate", "layer"], "") == "x"`, nil},
+		{"object.filter", `d if object.filter(input, ["candidate"]).candidate.layer == "x"`, nil},
+		{"object.remove", `d if object.remove(input, ["pending"]).candidate.layer == "x"`, nil},
+		{"a rule that is input, read through data", `alias := input
+d if data.p.alias.candidate.layer == "x"`, nil},
+		{"input in a comprehension head", `d if count([input | some x in ["a"]]) > 0`, nil},
+		{"input in a comprehension body", `d if count([x | some x in ["a"]; input]) > 0`, nil},
+		{"input under every", `d if every k, _ in {"op": 1} { input[k] }`, nil},
+		{"an else branch reads input whole", `g := "a" if input.op == "x"
+else := input
+d if g`, nil},
+		{"a rule reached through a variable", `r["a"] := input.op
+r["b"] := input
+d if { some k in ["a"]; r[k] }`, nil},
+		{"print kept", `d if { print(input.op); input.candidate.layer == "x" }`,
+			func(c *ast.Compiler) { c.WithEnablePrintStatements(true) }},
+		{"a builtin the sidecar does not know", `d if custom.read(input.candidate)`,
+			func(c *ast.Compiler) { c.WithBuiltins(map[string]*ast.Builtin{decl.Name: decl}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ast.NewCompiler()
+			if tc.compiler != nil {
+				tc.compiler(c)
+			}
+			r := rego.New(rego.Query("data.p.d"), rego.Module("p.rego", "package p\n"+tc.rules), rego.Compiler(c))
+			if _, err := r.PrepareForEval(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := queryShape(c, ast.MustParseRef("data.p.d")); got != fullShape {
+				t.Errorf("shape %v, want the whole input", got.paths(""))
 			}
 		})
 	}

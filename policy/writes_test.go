@@ -294,7 +294,7 @@ func TestRealisticWrites(t *testing.T) {
 // compileDefault compiles the embedded default policy.
 func compileDefault(t testing.TB) *Compiled {
 	t.Helper()
-	p, err := compile(context.Background(), DefaultFiles(), false)
+	p, err := compile(context.Background(), DefaultFiles(), compileConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}
