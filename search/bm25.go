@@ -283,4 +283,3 @@ func uniq(ts []string) []string {
 	}
 	return out
 }
-

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestTokenize(t *testing.T) {
@@ -96,4 +97,17 @@ func TestIsStopword(t *testing.T) {
 			t.Errorf("isStopword(%q) = %v, want %v", w, !stopwords[w], stopwords[w])
 		}
 	}
+}
+
+func FuzzTokenize(f *testing.F) {
+	for _, s := range []string{"I love hiking", "项目alpha自动发布", "user's cities", "\xff\xfe", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, tok := range Tokenize(s) {
+			if tok == "" || (utf8.ValidString(s) && !utf8.ValidString(tok)) {
+				t.Fatalf("Tokenize(%q) gave token %q", s, tok)
+			}
+		}
+	})
 }

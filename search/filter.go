@@ -37,10 +37,10 @@ type Filter struct {
 type Kind int
 
 const (
-	KindAnd Kind = iota // every kid holds (true with none)
-	KindOr              // some kid holds (true with none)
-	KindNot             // not every kid holds
-	KindLeaf            // Op holds on Field
+	KindAnd  Kind = iota // every kid holds (true with none)
+	KindOr               // some kid holds (true with none)
+	KindNot              // not every kid holds
+	KindLeaf             // Op holds on Field
 )
 
 // And returns the conjunction of kids.
@@ -232,8 +232,8 @@ func (f *Filter) pinned() (subject string, scope memory.Scope, ok bool) {
 			return
 		}
 		field, id, isEq := n.eqID()
-		if !isEq {
-			return
+		if !isEq || id == "" {
+			return // an equality with "" pins nothing: it passes records without that id
 		}
 		var at *string
 		switch field {
@@ -250,7 +250,7 @@ func (f *Filter) pinned() (subject string, scope memory.Scope, ok bool) {
 		default:
 			return
 		}
-		if *at != "" && *at != id || id == "" {
+		if *at != "" && *at != id {
 			ok = false
 		}
 		*at = id

@@ -19,12 +19,12 @@ const chunkSize = 256
 // guards everything but snaps and used.
 type part struct {
 	key    string
-	chunks [][]*entry // readers may hold the list and each chunk
-	vers   [][]uint64       // each entry's version (doc.go), by chunk; writers only
-	owned  []uint64                // by chunk: snapshots handed out when it was last copied
-	outer  uint64                  // the same for the list of chunks
-	snaps  atomic.Uint64           // snapshots handed out
-	memo   *memo            // for readers (partView), new on every change
+	chunks [][]*entry    // readers may hold the list and each chunk
+	vers   [][]uint64    // each entry's version (doc.go), by chunk; writers only
+	owned  []uint64      // by chunk: snapshots handed out when it was last copied
+	outer  uint64        // the same for the list of chunks
+	snaps  atomic.Uint64 // snapshots handed out
+	memo   *memo         // for readers (partView), new on every change
 	bytes  int64
 	used   atomic.Int64 // LRU clock at the last read
 

@@ -151,7 +151,7 @@ func (x *Index) best(sn *store.Snapshot, q Query, docs []*entry, recs []*memory.
 			return 0
 		case a.raw != b.raw:
 			return cmp.Compare(b.raw, a.raw)
-		case newer(loaded[a.doc], loaded[b.doc]):
+		case Newer(loaded[a.doc], loaded[b.doc]):
 			return -1
 		}
 		return 1
@@ -346,8 +346,9 @@ func newerEntry(a, b *entry) bool {
 	return a.ID > b.ID
 }
 
-// newer orders records newest first (ids are ULIDs, so they break ties).
-func newer(a, b *memory.Record) bool {
+// Newer orders records newest first by UpdatedAt (ids are ULIDs, so they
+// break ties).
+func Newer(a, b *memory.Record) bool {
 	ta, tb := UpdatedAt(a), UpdatedAt(b)
 	if !ta.Equal(tb) {
 		return ta.After(tb)

@@ -169,4 +169,3 @@ func masked(hs []uint32, i int, mask uint64) int {
 	}
 	return i
 }
-

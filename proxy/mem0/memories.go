@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 )
 
 func errMemoryNotFound(id string) error {
@@ -53,19 +54,14 @@ func (h *Handler) active(ctx context.Context, id string) (*memory.Record, error)
 	return nil, errMemoryNotFound(id)
 }
 
-// list returns the active records the filter lets through, newest first.
+// list returns the active records the filter lets through, of the
+// caller's tenant, newest first.
 func (h *Handler) list(ctx context.Context, f *filter) ([]*memory.Record, error) {
-	recs, err := h.gov.List(ctx, memory.ListFilter{Scope: f.scope()})
+	out, err := h.index.List(ctx, f.ast, 0)
 	if err != nil {
 		return nil, err
 	}
-	out := recs[:0]
-	for _, r := range recs {
-		if r.Status == memory.StatusActive && f.match(r) {
-			out = append(out, r)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return newer(out[i], out[j]) })
+	sort.SliceStable(out, func(i, j int) bool { return search.Newer(out[i], out[j]) })
 	return out, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -185,5 +186,5 @@ func applyingHandler(tb testing.TB, o store.Options) (*memory.Governor, *Handler
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 	})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: apply})
-	return gov, New(Options{Gov: gov, Events: NewEventLog(st)})
+	return gov, New(Options{Gov: gov, Events: NewEventLog(st), Search: search.New(st, search.Options{})})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -31,9 +32,9 @@ func searchByList(ctx context.Context, gov *memory.Governor, p searchParams) ([]
 	}
 	docs := make([][]string, len(kept))
 	for i, r := range kept {
-		docs[i] = tokenize(r.Summary)
+		docs[i] = search.Tokenize(r.Summary)
 	}
-	raw, rel := bm25(tokenize(p.query), docs)
+	raw, rel := search.BM25(search.Tokenize(p.query), docs)
 	order := make([]int, len(kept))
 	for i := range order {
 		order[i] = i
@@ -43,7 +44,7 @@ func searchByList(ctx context.Context, gov *memory.Governor, p searchParams) ([]
 		if raw[i] != raw[j] {
 			return raw[i] > raw[j]
 		}
-		return newer(kept[i], kept[j])
+		return search.Newer(kept[i], kept[j])
 	})
 	out := []memoryJSON{}
 	for _, i := range order {
@@ -89,7 +90,7 @@ func TestSearchMatchesTheListedSearch(t *testing.T) {
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 	})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: park, Now: clock})
-	h := New(Options{Gov: gov, Events: NewEventLog(st)})
+	h := New(Options{Gov: gov, Events: NewEventLog(st), Search: search.New(st, search.Options{})})
 
 	vocab := []string{"tea", "teas", "Tea", "cities", "city", "glass", "bus", "the", "a", "user's", "don't", "s",
 		"ramen", "RAMEN", "hiking", "alps", "café", "naïve", "项目", "猫", "wait", "v2", "2026", "it’s", "ramen,", "(tea)"}
@@ -187,4 +188,3 @@ func TestSearchMatchesTheListedSearch(t *testing.T) {
 		t.Fatal("no search returned anything: the test compares nothing")
 	}
 }
-
