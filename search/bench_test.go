@@ -144,7 +144,9 @@ func BenchmarkSearch10k(b *testing.B) {
 				}
 				var hits []Hit
 				var err error
-				lat.time(func() { hits, err = x.Search(context.Background(), Query{Text: text, Filter: f, TopK: 10, Threshold: 0.1}) })
+				lat.time(func() {
+					hits, err = x.Search(context.Background(), Query{Text: text, Filter: f, TopK: 10, Threshold: 0.1})
+				})
 				if err != nil || (text == "cedar tea" && len(hits) != 10) {
 					b.Fatalf("%d hits, %v", len(hits), err)
 				}

@@ -23,6 +23,8 @@ type Index struct {
 	semantic Semantic
 	semWait  time.Duration
 	log      *slog.Logger
+	unfollow func()      // stops store.Follow
+	closed   atomic.Bool // after Close: no part is kept, every read scans
 
 	mu       sync.RWMutex
 	parts    map[string]*part
@@ -77,17 +79,18 @@ func New(st *store.Store, o Options) *Index {
 	}
 	x := &Index{st: st, budget: max(o.Budget, 0), semantic: o.Semantic, semWait: o.SemanticTimeout, log: o.Logger,
 		parts: map[string]*part{}, inflight: map[uint64]int{}, recent: map[string]uint64{}, tooBig: map[string]time.Time{}}
+	x.unfollow = func() {}
 	if x.budget > 0 {
-		st.Follow(x)
+		x.unfollow = st.Follow(x)
 	}
 	return x
 }
 
-// Close stops following the store's commits and drops every part.
+// Close stops following the store's commits and drops every part; reads
+// then scan the store's index.
 func (x *Index) Close() {
-	if x.budget > 0 {
-		x.st.Follow(nil)
-	}
+	x.closed.Store(true)
+	x.unfollow()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	clear(x.parts)
@@ -251,7 +254,7 @@ func (x *Index) evict(keep *part) {
 // load makes the part of key pk ready, loading it from the store if
 // needed; ok is false when it is over budget or the index keeps none.
 func (x *Index) load(ctx context.Context, pk string) (ok bool, err error) {
-	if pk == "" || x.budget == 0 {
+	if pk == "" || x.budget == 0 || x.closed.Load() {
 		return false, nil
 	}
 	for {

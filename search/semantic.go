@@ -44,7 +44,7 @@ func (x *Index) hybrid(ctx context.Context, q Query, docs []*entry, scored []doc
 	defer cancel()
 	cos, err := x.semantic.Scores(sctx, q.Text, ids)
 	if err != nil {
-		x.log.Warn("search: semantic scoring failed; ranking lexically", "err", err)
+		x.log.Debug("search: no semantic scores; ranking lexically", "err", err)
 		return nil, false
 	}
 	lex := make([]float64, len(docs))

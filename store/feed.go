@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // keeps in memory (search/doc.go says how the two stay consistent). The
 // store offers three things:
 //
-//   - a feed: each commit that changes a/ keys hands its changes to the
+//   - a feed: each commit that changes a/ keys hands its changes to each
 //     ActiveFeed (Follow) after Badger's commit returns and before Update
 //     does, with Begin/End around the commit;
 //   - an aligned snapshot (ViewAligned): a read transaction opened while
@@ -34,9 +35,8 @@ type ActiveEntry struct {
 	Layer     memory.Layer
 	Scope     memory.Scope
 	Summary   string
-	// The record's creation and activation times; zero in entries written
-	// before the index held them (ScanActiveIndex then fills them from the
-	// record).
+	// The record's creation and activation times; zero in entries whose
+	// index value was written before the index held them (version 1).
 	CreatedAt, ActivatedAt time.Time
 }
 
@@ -94,13 +94,23 @@ func (g *commitGate) close() { g.mu.Lock() }
 func (g *commitGate) open()  { g.mu.Unlock() }
 
 // Follow makes feed hear of every commit that changes the a/ index from
-// now on; nil stops it. It waits for commits in flight, so a commit either
-// reaches feed or returned before Follow did (and a snapshot opened later
-// holds it).
-func (s *Store) Follow(feed ActiveFeed) {
+// now on, until stop is called. It waits for commits in flight, so a
+// commit either reaches feed or returned before Follow did (and a snapshot
+// opened later holds it). Each feed is told in the order they were added.
+func (s *Store) Follow(feed ActiveFeed) (stop func()) {
 	s.gate.close()
-	s.feed = feed
+	s.feeds = append(slices.Clone(s.feeds), feed)
 	s.gate.open()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.gate.close()
+			defer s.gate.open()
+			if i := slices.Index(s.feeds, feed); i >= 0 {
+				s.feeds = slices.Delete(slices.Clone(s.feeds), i, i+1)
+			}
+		})
+	}
 }
 
 // errReadBeforeChange is a store bug: the a/ key of a record changed in a
@@ -143,16 +153,20 @@ func (s *Store) commit(t *tx) (err error) {
 	}
 	s.gate.enter()
 	defer s.gate.leave()
-	feed := s.feed // Follow changes it only with the gate closed
-	if feed == nil {
+	feeds := s.feeds // Follow changes them only with the gate closed
+	if len(feeds) == 0 {
 		return t.txn.Commit()
 	}
 	version := t.txn.ReadTs() + 1
-	feed.Begin(version)
+	for _, f := range feeds {
+		f.Begin(version)
+	}
 	returned := false
 	defer func() {
 		if !returned { // Commit panicked: the version must not stay in flight, and what Badger kept is unknown
-			feed.End(version, t.changes, Failed)
+			for _, f := range feeds {
+				f.End(version, t.changes, Failed)
+			}
 		}
 	}()
 	err = t.txn.Commit()
@@ -164,7 +178,9 @@ func (s *Store) commit(t *tx) (err error) {
 	case err != nil:
 		outcome = Failed
 	}
-	feed.End(version, t.changes, outcome)
+	for _, f := range feeds {
+		f.End(version, t.changes, outcome)
+	}
 	return err
 }
 

@@ -74,7 +74,7 @@ func TestViewAlignedPinsBetweenCommits(t *testing.T) {
 	}
 	defer st.Close()
 	feed := &gateFeed{}
-	st.Follow(feed)
+	defer st.Follow(feed)()
 	ctx := context.Background()
 	var writers sync.WaitGroup
 	for w := range 4 {

@@ -56,11 +56,11 @@ type Store struct {
 	// that shares its syncs; both nil otherwise.
 	logs  *logSyncer
 	group *groupCommit
-	// feed hears of each commit's changes to the index of active
+	// feeds hear of each commit's changes to the index of active
 	// records (feed.go); gate lines those commits up with aligned
-	// snapshots.
-	feed ActiveFeed
-	gate commitGate
+	// snapshots, and guards feeds.
+	feeds []ActiveFeed
+	gate  commitGate
 	// guard refuses writes while the disk is nearly full (nil: off).
 	guard *diskGuard
 }
