@@ -158,7 +158,9 @@ func BenchmarkSearch10k(b *testing.B) {
 
 // BenchmarkWriteBesideSearches times low-risk writes to a user with 10,000
 // memories on a durable store, alternately alone and while a reader
-// searches that user's memories without pause: rounds of 20 writes each,
+// searches that user's memories continuously, one search per millisecond
+// at most (a fixed read load, so that a faster search does not simply
+// mean more of them): rounds of 20 writes each,
 // even rounds alone, odd ones beside the searches, in the same run. Each
 // write changes the user's part, so each search after it counts the
 // changed chunk's terms again. It reports the p50 and p99 of each and
@@ -171,6 +173,7 @@ func BenchmarkWriteBesideSearches(b *testing.B) {
 		b.Fatal(err)
 	}
 	const round = 20
+	const searchEvery = time.Millisecond // a steady 1,000 searches/s at most, the same read load for both
 	var alone, beside latencies
 	var searches atomic.Int64
 	var stop chan struct{}
@@ -187,11 +190,13 @@ func BenchmarkWriteBesideSearches(b *testing.B) {
 				stop = make(chan struct{})
 				done := stop
 				readers.Go(func() {
+					tick := time.NewTicker(searchEvery)
+					defer tick.Stop()
 					for {
 						select {
 						case <-done:
 							return
-						default:
+						case <-tick.C:
 						}
 						if _, err := x.Search(ctx, Query{Text: "cedar tea", Filter: f, TopK: 10, Threshold: 0.1}); err != nil {
 							b.Error(err)
