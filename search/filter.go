@@ -218,10 +218,10 @@ func (f *Filter) eqID() (field, id string, ok bool) {
 	return f.Field, id, ok
 }
 
-// pinned returns the subject and entity ids every match must have, from
+// Pinned returns the subject and entity ids every match must have, from
 // the equalities of the top-level conjunction; ok is false when two of
 // them disagree, so nothing can match.
-func (f *Filter) pinned() (subject string, scope memory.Scope, ok bool) {
+func (f *Filter) Pinned() (subject string, scope memory.Scope, ok bool) {
 	ok = true
 	var walk func(*Filter)
 	walk = func(n *Filter) {

@@ -43,13 +43,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.TopK <= 0 {
 		return out, nil
 	}
-	f := q.Filter
-	if f == nil {
-		f = And()
-	}
-	tenant := memory.TenantOf(ctx)
-	f = confine(f, tenant)
-	subject, scope, ok := f.pinned()
+	f, _, subject, scope, ok := prepare(ctx, q.Filter)
 	if !ok {
 		return out, nil
 	}
@@ -174,7 +168,7 @@ func (x *Index) score(ctx context.Context, sn *store.Snapshot, pv *partView, pk 
 		pt := partTermsOf(*pv)
 		return pt.docs, nil, pt.score(terms, threshold), nil
 	}
-	subject, scope, _ := f.pinned()
+	subject, scope, _ := f.Pinned()
 	pins := And(scopeFilter(scope))
 	if subject != "" {
 		pins.Kids = append(pins.Kids, Eq("subject_id", subject))
@@ -238,12 +232,7 @@ func (x *Index) score(ctx context.Context, sn *store.Snapshot, pv *partView, pk 
 // oldest first within a subject), at most limit (0: all).
 func (x *Index) List(ctx context.Context, f *Filter, limit int) ([]*memory.Record, error) {
 	out := []*memory.Record{}
-	if f == nil {
-		f = And()
-	}
-	tenant := memory.TenantOf(ctx)
-	f = confine(f, tenant)
-	subject, scope, ok := f.pinned()
+	f, tenant, subject, scope, ok := prepare(ctx, f)
 	if !ok {
 		return out, nil
 	}
@@ -287,6 +276,19 @@ func (x *Index) List(ctx context.Context, f *Filter, limit int) ([]*memory.Recor
 		return nil, err
 	}
 	return out, nil
+}
+
+// prepare confines a read's filter (nil: every record) to the caller's
+// tenant and returns it with the tenant and the ids it pins; ok is false
+// when nothing can match.
+func prepare(ctx context.Context, f *Filter) (_ *Filter, _ memory.Tenant, subject string, scope memory.Scope, ok bool) {
+	if f == nil {
+		f = And()
+	}
+	tenant := memory.TenantOf(ctx)
+	f = confine(f, tenant)
+	subject, scope, ok = f.Pinned()
+	return f, tenant, subject, scope, ok
 }
 
 // asRecord fills r with what the entry holds, for a filter to test.

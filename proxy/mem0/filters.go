@@ -56,31 +56,7 @@ func (f *filter) scoped() bool { return f.ast.Scoped() }
 // scope returns the entity ids every match must have (from equalities in
 // the top-level conjunction).
 func (f *filter) scope() memory.Scope {
-	var s memory.Scope
-	var walk func(*search.Filter)
-	walk = func(n *search.Filter) {
-		if n.Kind == search.KindAnd {
-			for _, k := range n.Kids {
-				walk(k)
-			}
-			return
-		}
-		id, ok := n.Arg.(string)
-		if n.Kind != search.KindLeaf || n.Op != "eq" || !ok || id == "" {
-			return
-		}
-		switch n.Field {
-		case "user_id":
-			s.UserID = id
-		case "agent_id":
-			s.AgentID = id
-		case "app_id":
-			s.AppID = id
-		case "run_id":
-			s.RunID = id
-		}
-	}
-	walk(f.ast)
+	_, s, _ := f.ast.Pinned()
 	return s
 }
 
