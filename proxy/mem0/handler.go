@@ -48,8 +48,9 @@ type Options struct {
 	// facts, as Mem0's LLM does; without it each message is a candidate.
 	Extractor Extractor
 	// Search reads the active layer: the index the sidecar shares between
-	// dialects (search.New). Nil: one that keeps nothing in memory, over
-	// the store Events lives in, which then must be a *store.Store.
+	// dialects (search.New). Nil: one that keeps nothing in memory over
+	// the store Events lives in, if it is a *store.Store; else reads list
+	// through Gov and rank what they listed (search.Rank).
 	Search *search.Index
 	Now    func() time.Time
 	NewID  func() string

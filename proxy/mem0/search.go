@@ -20,23 +20,37 @@ type searchParams struct {
 // search ranks the active layer (search.Index.Search): records the filter
 // lets through, of the caller's tenant (reads never see pending,
 // superseded or rejected versions), best first, at most topK, those under
-// the threshold left out.
+// the threshold left out. A handler without an index lists through the
+// governor and ranks what it listed (search.Rank).
 func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, error) {
 	q := search.Query{Text: p.query, TopK: p.topK, Threshold: p.threshold}
+	var scope memory.Scope
 	if p.filter != nil {
-		q.Filter = p.filter.ast
+		q.Filter, scope = p.filter.ast, p.filter.scope()
+	}
+	if h.index == nil {
+		recs, err := h.gov.List(ctx, memory.ListFilter{Scope: scope})
+		if err != nil {
+			return nil, err
+		}
+		return toHits(search.Rank(recs, q)), nil
 	}
 	hits, err := h.index.Search(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	return toHits(hits), nil
+}
+
+// toHits shapes search hits, each with its score.
+func toHits(hits []search.Hit) []memoryJSON {
 	out := make([]memoryJSON, len(hits))
 	for i, hit := range hits {
 		out[i] = toMemory(hit.Record)
 		score := hit.Score
 		out[i].Score = &score
 	}
-	return out, nil
+	return out
 }
 
 // Default thresholds: v3's and v2's, as Mem0 documents them; the

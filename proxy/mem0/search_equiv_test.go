@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -17,49 +16,14 @@ import (
 
 // searchByList is the search as it was before it scored from the index of
 // active records: list and decode every record in scope, tokenize each,
-// score, sort everything. TestSearchMatchesTheListedSearch holds search to
-// its results.
+// score, sort everything (search.Rank). TestSearchMatchesTheListedSearch
+// holds search to its results.
 func searchByList(ctx context.Context, gov *memory.Governor, p searchParams) ([]memoryJSON, error) {
 	recs, err := gov.List(ctx, memory.ListFilter{Scope: p.filter.scope()})
 	if err != nil {
 		return nil, err
 	}
-	kept := recs[:0]
-	for _, r := range recs {
-		if r.Status == memory.StatusActive && p.filter.match(r) {
-			kept = append(kept, r)
-		}
-	}
-	docs := make([][]string, len(kept))
-	for i, r := range kept {
-		docs[i] = search.Tokenize(r.Summary)
-	}
-	raw, rel := search.BM25(search.Tokenize(p.query), docs)
-	order := make([]int, len(kept))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		i, j := order[a], order[b]
-		if raw[i] != raw[j] {
-			return raw[i] > raw[j]
-		}
-		return search.Newer(kept[i], kept[j])
-	})
-	out := []memoryJSON{}
-	for _, i := range order {
-		if len(out) >= p.topK {
-			break
-		}
-		if rel[i] < p.threshold {
-			continue
-		}
-		m := toMemory(kept[i])
-		score := rel[i]
-		m.Score = &score
-		out = append(out, m)
-	}
-	return out, nil
+	return toHits(search.Rank(recs, search.Query{Text: p.query, Filter: p.filter.ast, TopK: p.topK, Threshold: p.threshold})), nil
 }
 
 // TestSearchMatchesTheListedSearch compares search with searchByList on a
