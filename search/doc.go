@@ -55,6 +55,9 @@
 //
 // The tests hold every commit path to a fresh scan of the store's index
 // after every step (index_test.go), commits ending out of order, readers
-// beside writers, a restart, the budget, and List and Search to a plain
-// scan of every active record (search_test.go).
+// beside writers, a restart, the budget, List to a plain scan of every
+// active record (search_test.go), and Search to Rank over a listing
+// (proxy/mem0's search_equiv_test.go and search_cache_test.go). The store
+// tests that a change without a read is refused and that an aligned
+// snapshot's pin runs between commits (store/feed_test.go).
 package search
