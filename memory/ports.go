@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"encoding/json"
-	"sync/atomic"
 	"time"
 )
 
@@ -59,122 +58,6 @@ type ReadTx interface {
 	RecordEvents(recordID string) ([]*Event, error)
 	// ScanNotices calls fn for each undelivered notice, oldest first.
 	ScanNotices(fn func(*Notice) bool) error
-}
-
-// ActiveEntry is what a store's index of active records may hold about a
-// record: the fields a ListFilter tests, so List can skip loading the
-// records that do not pass.
-type ActiveEntry struct {
-	ID        string
-	SubjectID string
-	Layer     Layer
-	Scope     Scope
-	Summary   string
-	// Lower is Summary in lower case, and Memo a place for what a reader
-	// derives from Summary, when the entry comes from a store's cache
-	// (ActiveCache): each query then need not derive them again. Both are
-	// empty otherwise.
-	Lower string
-	Memo  *Memo
-	// The record's creation and activation times, where the index holds
-	// them; a zero CreatedAt means it does not.
-	CreatedAt, ActivatedAt time.Time
-}
-
-// Memo holds what readers derived from an entry's summary, or from the
-// entries of a part (List keeps the summaries joined, the Mem0 search term
-// counts), one value per key: each reader keys with a type of its own.
-// Concurrent readers may store under one key; they store the same thing.
-type Memo struct{ slots atomic.Pointer[[]memoSlot] }
-
-type memoSlot struct{ key, val any }
-
-// Load returns what was stored under key, or nil (also on a nil Memo).
-func (m *Memo) Load(key any) any {
-	if m == nil {
-		return nil
-	}
-	if s := m.slots.Load(); s != nil {
-		for _, e := range *s {
-			if e.key == key {
-				return e.val
-			}
-		}
-	}
-	return nil
-}
-
-// Store keeps val under key; a nil Memo keeps nothing.
-func (m *Memo) Store(key, val any) {
-	if m == nil {
-		return
-	}
-	for {
-		old := m.slots.Load()
-		var s []memoSlot
-		if old != nil {
-			for _, e := range *old {
-				if e.key != key {
-					s = append(s, e)
-				}
-			}
-		}
-		s = append(s, memoSlot{key, val})
-		if m.slots.CompareAndSwap(old, &s) {
-			return
-		}
-	}
-}
-
-// ActiveCache is implemented by read transactions of a store that keeps
-// the index of active records of a subject, or of one entity id, in memory.
-type ActiveCache interface {
-	// CachedActive returns the part of the index of active records of the
-	// subject, or, when subjectID is empty, of the scope's first entity id
-	// (user, agent, app, run). The part is shared: read it, never change
-	// it. It reflects every commit that returned before the call; one still
-	// in flight may show or not, so an entry may name a record the caller's
-	// snapshot holds as inactive or not at all: load it and check its
-	// status before returning it. ok is false when the store keeps nothing
-	// for this (no subject and no entity id, or more than its memory
-	// budget): scan the index instead.
-	CachedActive(ctx context.Context, subjectID string, scope Scope) (part ActivePart, ok bool, err error)
-}
-
-// ActivePart is what a store's cache holds of one subject or entity id:
-// its entries in the index's key order, in chunks (so that a change copies
-// a chunk a reader holds, not all of them), and a memo for what a reader
-// derives from all of them, new whenever they change.
-type ActivePart struct {
-	Chunks [][]*ActiveEntry
-	Memo   *Memo
-}
-
-// Len returns the number of entries.
-func (p ActivePart) Len() int {
-	n := 0
-	for _, c := range p.Chunks {
-		n += len(c)
-	}
-	return n
-}
-
-// Entries returns the entries in one slice, a new one: a reader that needs
-// them so keeps it in the memo.
-func (p ActivePart) Entries() []*ActiveEntry {
-	out := make([]*ActiveEntry, 0, p.Len())
-	for _, c := range p.Chunks {
-		out = append(out, c...)
-	}
-	return out
-}
-
-// ActiveIndex is implemented by read transactions whose index of active
-// records carries ActiveEntry fields. fn gets ok false for an entry the
-// index holds no fields for (written before the store kept them); the
-// record must then be loaded to be tested.
-type ActiveIndex interface {
-	ScanActiveEntries(subjectID string, fn func(e ActiveEntry, ok bool) (more bool, err error)) error
 }
 
 // Tx is a read-write transaction.

@@ -1,11 +1,9 @@
 package memory
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -87,7 +85,10 @@ func (f *ListFilter) Match(r *Record, words []string) bool {
 }
 
 // List returns active records only, oldest first: reads never see pending,
-// superseded, rejected or rolled-back versions.
+// superseded, rejected or rolled-back versions. It loads and tests every
+// active record of the subject (of all subjects without one): the dialects
+// read through package search, which keeps the index of active records in
+// memory; List serves the governor's own callers and tests.
 func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	if f.Layer != "" && !f.Layer.Valid() {
 		return nil, Errorf(EINVALID, "unknown layer %q", f.Layer)
@@ -104,33 +105,6 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	}
 	words := strings.Fields(strings.ToLower(f.Query))
 	err := g.store.View(ctx, func(tx ReadTx) error {
-		if c, ok := tx.(ActiveCache); ok {
-			part, ok, err := c.CachedActive(ctx, f.SubjectID, f.Scope)
-			if err != nil {
-				return err
-			}
-			if ok {
-				out, err = listPart(tx, part, f, words)
-				return err
-			}
-		}
-		if ix, ok := tx.(ActiveIndex); ok {
-			// Test the filter on the index first: decoding every record of
-			// a large subject costs far more than the few that match.
-			return ix.ScanActiveEntries(f.SubjectID, func(e ActiveEntry, indexed bool) (bool, error) {
-				if indexed && !f.Match(&Record{SubjectID: e.SubjectID, Layer: e.Layer, Scope: e.Scope, Summary: e.Summary}, words) {
-					return true, nil
-				}
-				r, err := tx.Record(e.ID)
-				if err != nil {
-					return false, err
-				}
-				if f.Match(r, words) {
-					out = append(out, r)
-				}
-				return f.Limit <= 0 || len(out) < f.Limit, nil
-			})
-		}
 		return tx.ScanActive(f.SubjectID, func(r *Record) bool {
 			if f.Match(r, words) {
 				out = append(out, r)
@@ -139,208 +113,6 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 		})
 	})
 	return out, err
-}
-
-// listPart is List on a part of the store's cache of the index. The cache
-// may hold a commit newer than the snapshot of tx: each hit is checked on
-// its record there.
-func listPart(tx ReadTx, part ActivePart, f ListFilter, words []string) ([]*Record, error) {
-	out := []*Record{}
-	var err error
-	hit := func(e *ActiveEntry) bool {
-		if !f.matchEntry(e, words) {
-			return true
-		}
-		var r *Record
-		if r, err = activeRecord(tx, e.ID); err != nil {
-			return false
-		}
-		if r != nil && f.Match(r, words) {
-			out = append(out, r)
-		}
-		return f.Limit <= 0 || len(out) < f.Limit
-	}
-	if len(words) > 0 {
-		// The longest word is likely the rarest: the fewest entries to test.
-		w := slices.MaxFunc(words, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
-		partTextOf(part).holding(w, hit)
-		return out, err
-	}
-	for _, c := range part.Chunks {
-		for _, e := range c {
-			if !hit(e) {
-				return out, err
-			}
-		}
-	}
-	return out, nil
-}
-
-// ActiveView reads the active layer inside one snapshot (ViewActive): a
-// caller that ranks many records (the Mem0 search) tests and scores what
-// the index of active records holds and loads only the records it returns.
-type ActiveView struct {
-	ctx    context.Context
-	tx     ReadTx
-	tenant Tenant // the caller's; the view shows only its records
-}
-
-// ViewActive runs fn with a view of the active layer in one snapshot. The
-// view is valid only during fn.
-func (g *Governor) ViewActive(ctx context.Context, fn func(ActiveView) error) error {
-	return g.store.View(ctx, func(tx ReadTx) error { return fn(ActiveView{ctx: ctx, tx: tx, tenant: TenantOf(ctx)}) })
-}
-
-// Scan calls fn with the entry of every active record passing f (its
-// Limit aside), in the store's key order, until fn returns false or an
-// error. Where the store's index holds no fields for a record, the record
-// is loaded and the entry built from it.
-func (v ActiveView) Scan(f ListFilter, fn func(ActiveEntry) (bool, error)) error {
-	return v.ScanEntries(f, func(e *ActiveEntry) (bool, error) { return fn(*e) })
-}
-
-// ScanEntries is Scan passing entries by reference: from a store's cache
-// (ActiveCache) they come with Lower and Memo and without copies. fn may
-// keep them and must not change them. An entry from the cache may name a
-// record committed after this view's snapshot, or no longer active in it:
-// load the records returned with Active.
-func (v ActiveView) ScanEntries(f ListFilter, fn func(*ActiveEntry) (bool, error)) error {
-	if f.Layer != "" && !f.Layer.Valid() {
-		return Errorf(EINVALID, "unknown layer %q", f.Layer)
-	}
-	if !v.tenant.narrow(&f) {
-		return nil
-	}
-	words := strings.Fields(strings.ToLower(f.Query))
-	if c, ok := v.tx.(ActiveCache); ok {
-		part, ok, err := c.CachedActive(v.ctx, f.SubjectID, f.Scope)
-		if err != nil {
-			return err
-		}
-		if ok {
-			for _, c := range part.Chunks {
-				for _, e := range c {
-					if !f.matchEntry(e, words) {
-						continue
-					}
-					if more, err := fn(e); err != nil || !more {
-						return err
-					}
-				}
-			}
-			return nil
-		}
-	}
-	if ix, ok := v.tx.(ActiveIndex); ok {
-		return ix.ScanActiveEntries(f.SubjectID, func(e ActiveEntry, indexed bool) (bool, error) {
-			if !indexed {
-				r, err := v.tx.Record(e.ID)
-				if err != nil {
-					return false, err
-				}
-				e = activeEntry(r)
-			}
-			if !f.matchEntry(&e, words) {
-				return true, nil
-			}
-			return fn(&e)
-		})
-	}
-	var err error
-	serr := v.tx.ScanActive(f.SubjectID, func(r *Record) bool {
-		if !f.Match(r, words) {
-			return true
-		}
-		var more bool
-		e := activeEntry(r)
-		more, err = fn(&e)
-		return more && err == nil
-	})
-	if err != nil {
-		return err
-	}
-	return serr
-}
-
-// Part returns the store's cached part of the index (ActiveCache) when f
-// selects exactly its entries: those of one subject, or of one entity id,
-// with no other condition. ok is false otherwise, or when the store keeps
-// no such part: Scan then. The entries come as ScanEntries passes them.
-func (v ActiveView) Part(f ListFilter) (ActivePart, bool, error) {
-	c, ok := v.tx.(ActiveCache)
-	if !ok || f.Layer != "" || strings.TrimSpace(f.Query) != "" || !v.tenant.narrow(&f) {
-		return ActivePart{}, false, nil
-	}
-	n := 0
-	for _, id := range []string{f.SubjectID, f.Scope.UserID, f.Scope.AgentID, f.Scope.AppID, f.Scope.RunID} {
-		if id != "" {
-			n++
-		}
-	}
-	if n != 1 {
-		return ActivePart{}, false, nil
-	}
-	return c.CachedActive(v.ctx, f.SubjectID, f.Scope)
-}
-
-// Record loads a record by id (ENOTFOUND outside the caller's tenant).
-func (v ActiveView) Record(id string) (*Record, error) {
-	r, err := v.tx.Record(id)
-	if err == nil && !v.tenant.Covers(r.Scope) {
-		return nil, notFound(id)
-	}
-	return r, err
-}
-
-// Active loads a record by id if it is active in the view's snapshot, and
-// returns nil if it is not (or not there, or not the caller's).
-func (v ActiveView) Active(id string) (*Record, error) {
-	r, err := activeRecord(v.tx, id)
-	if r != nil && !v.tenant.Covers(r.Scope) {
-		return nil, nil
-	}
-	return r, err
-}
-
-func activeRecord(tx ReadTx, id string) (*Record, error) {
-	r, err := tx.Record(id)
-	if ErrorCode(err) == ENOTFOUND {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	if r.Status != StatusActive {
-		return nil, nil
-	}
-	return r, nil
-}
-
-// matchEntry is Match on an index entry: the fields it holds.
-func (f *ListFilter) matchEntry(e *ActiveEntry, words []string) bool {
-	if f.SubjectID != "" && e.SubjectID != f.SubjectID {
-		return false
-	}
-	if f.Layer != "" && e.Layer != f.Layer {
-		return false
-	}
-	if (f.Scope.UserID != "" && f.Scope.UserID != e.Scope.UserID) || (f.Scope.AgentID != "" && f.Scope.AgentID != e.Scope.AgentID) ||
-		(f.Scope.AppID != "" && f.Scope.AppID != e.Scope.AppID) || (f.Scope.RunID != "" && f.Scope.RunID != e.Scope.RunID) {
-		return false
-	}
-	if len(words) > 0 {
-		text := lower(e)
-		for _, w := range words {
-			if !strings.Contains(text, w) {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-func activeEntry(r *Record) ActiveEntry {
-	return ActiveEntry{ID: r.ID, SubjectID: r.SubjectID, Layer: r.Layer, Scope: r.Scope, Summary: r.Summary,
-		CreatedAt: r.CreatedAt, ActivatedAt: r.ActivatedAt}
 }
 
 // History returns every version of a slot, oldest first, pending and

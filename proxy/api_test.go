@@ -12,6 +12,7 @@ import (
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -42,7 +43,7 @@ func newServers(t *testing.T) *servers {
 	t.Cleanup(func() { st.Close() })
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(parkPolicy)})
 	agentMux, adminMux := http.NewServeMux(), http.NewServeMux()
-	(&proxy.Native{Gov: gov, Log: discard()}).Register(agentMux)
+	(&proxy.Native{Gov: gov, Search: search.New(st, search.Options{}), Log: discard()}).Register(agentMux)
 	(&proxy.Admin{Gov: gov, Log: discard(), Token: token}).Register(adminMux)
 	s := &servers{agent: httptest.NewServer(agentMux), admin: httptest.NewServer(adminMux), gov: gov}
 	t.Cleanup(s.agent.Close)

@@ -20,6 +20,7 @@ import (
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -41,8 +42,9 @@ func newGuarded(t *testing.T, p proxy.BrowserPolicy) *guarded {
 	t.Cleanup(func() { st.Close() })
 	g := &guarded{gov: memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(parkPolicy)})}
 	agentMux, adminMux := http.NewServeMux(), http.NewServeMux()
-	(&proxy.Native{Gov: g.gov, Log: discard()}).Register(agentMux)
-	mem0.New(mem0.Options{Gov: g.gov, Events: mem0.NewEventLog(st), Logger: discard()}).Register(agentMux)
+	index := search.New(st, search.Options{})
+	(&proxy.Native{Gov: g.gov, Search: index, Log: discard()}).Register(agentMux)
+	mem0.New(mem0.Options{Gov: g.gov, Events: mem0.NewEventLog(st), Search: index, Logger: discard()}).Register(agentMux)
 	mcpSrv := memgatemcp.NewServer(g.gov, memgatemcp.Options{Logger: discard(), HostChecked: true})
 	mcpSrv.Register(agentMux)
 	(&proxy.Admin{Gov: g.gov, Log: discard(), Token: token}).Register(adminMux)

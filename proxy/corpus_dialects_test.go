@@ -33,6 +33,7 @@ import (
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/secrets"
 	"github.com/memgate/memgate/store"
 )
@@ -355,8 +356,9 @@ func newDialectStack(t *testing.T) *dialectStack {
 		PolicyTimeout: 10 * time.Second})
 
 	mux := http.NewServeMux()
-	(&proxy.Native{Gov: gov, Log: discard()}).Register(mux)
-	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Logger: discard()}).Register(mux)
+	index := search.New(st, search.Options{})
+	(&proxy.Native{Gov: gov, Search: index, Log: discard()}).Register(mux)
+	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: discard()}).Register(mux)
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: discard()})
 	mcpSrv.Register(mux)
 	srv := httptest.NewServer(mux) // 127.0.0.1

@@ -20,6 +20,7 @@ import (
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -40,7 +41,7 @@ func fuzzServers(t *testing.T) (agent, admin *http.ServeMux, gov *memory.Governo
 		}
 		gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(parkPolicy)})
 		agentMux, adminMux := http.NewServeMux(), http.NewServeMux()
-		(&proxy.Native{Gov: gov, Log: discard()}).Register(agentMux)
+		(&proxy.Native{Gov: gov, Search: search.New(st, search.Options{}), Log: discard()}).Register(agentMux)
 		(&proxy.Admin{Gov: gov, Log: discard(), Token: token,
 			Replay: func(_ context.Context, files map[string]string) (any, error) {
 				return map[string]int{"files": len(files)}, nil

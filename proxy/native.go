@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 )
 
 // Native serves memgate's own REST dialect on the agent listener. It can
@@ -16,7 +18,11 @@ import (
 // route that approves, rejects, rolls back or lists reviews.
 type Native struct {
 	Gov *memory.Governor
-	Log *slog.Logger
+	// Search reads the active layer for the list route: the index the
+	// sidecar shares between dialects. Nil: the governor's List, which
+	// scans the store.
+	Search *search.Index
+	Log    *slog.Logger
 	// Keys, when it holds any, are required on every route, and confine
 	// each caller to its key's tenant.
 	Keys *AgentKeys
@@ -108,12 +114,25 @@ func (n *Native) list(w http.ResponseWriter, r *http.Request) {
 	}
 	f := memory.ListFilter{SubjectID: q.Get("subjectId"), Layer: memory.Layer(q.Get("layer")), Query: q.Get("q"),
 		Scope: memory.Scope{UserID: q.Get("userId"), AgentID: q.Get("agentId"), AppID: q.Get("appId"), RunID: q.Get("runId")}}
-	recs, err := n.Gov.List(r.Context(), f)
+	recs, err := n.listActive(r.Context(), f)
 	if err != nil {
 		WriteError(w, r, n.Log, err)
 		return
 	}
 	WriteJSON(w, http.StatusOK, map[string]any{"memories": recs, "count": len(recs)})
+}
+
+// listActive reads the active layer through the search index when there
+// is one.
+func (n *Native) listActive(ctx context.Context, f memory.ListFilter) ([]*memory.Record, error) {
+	if n.Search == nil {
+		return n.Gov.List(ctx, f)
+	}
+	sf, err := search.FromList(f)
+	if err != nil {
+		return nil, err
+	}
+	return n.Search.List(ctx, sf, 0)
 }
 
 func (n *Native) get(w http.ResponseWriter, r *http.Request) {

@@ -20,7 +20,7 @@ func TestActiveValueRoundTrip(t *testing.T) {
 		{Layer: memory.LayerCheckpoint, Summary: ""},
 	} {
 		v := activeValue(r)
-		var e memory.ActiveEntry
+		var e ActiveEntry
 		if !parseActiveValue(v, &e) {
 			t.Fatalf("%q does not parse back", v)
 		}
@@ -32,7 +32,7 @@ func TestActiveValueRoundTrip(t *testing.T) {
 	if v := activeValue(long); v != nil {
 		t.Fatalf("a %d-byte summary went into the index", len(long.Summary))
 	}
-	var e memory.ActiveEntry
+	var e ActiveEntry
 	for _, v := range [][]byte{nil, {}, {2, 'x', 0}, {activeValueV1, 's', 't', 0, 'u'}} {
 		if parseActiveValue(v, &e) {
 			t.Fatalf("%q parsed as an entry", v)
@@ -40,10 +40,11 @@ func TestActiveValueRoundTrip(t *testing.T) {
 	}
 }
 
-// TestListFiltersOnTheIndex checks that List finds exactly what testing
-// every active record would, whether the index holds the filter's fields,
-// holds none (entries written before it did), or cannot (long summaries).
-func TestListFiltersOnTheIndex(t *testing.T) {
+// TestScanActiveIndexFillsEntries checks the loader search reads: each
+// entry of a subject or an entity holds its record's fields, whether the
+// index holds them, holds none (entries written before it did), or cannot
+// (long summaries), and the selection by subject and scope is exact.
+func TestScanActiveIndexFillsEntries(t *testing.T) {
 	st, err := Open(Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -51,16 +52,14 @@ func TestListFiltersOnTheIndex(t *testing.T) {
 	defer st.Close()
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	ctx := context.Background()
-	layers := []memory.Layer{memory.LayerKnowledge, memory.LayerPreference, memory.LayerState}
-	words := []string{"cedar", "ginger", "Maple", "TEA"}
 	var all []*memory.Record
 	for i := range 60 {
-		summary := fmt.Sprintf("note %d about %s and %s", i, words[i%4], words[(i/4)%4])
+		summary := fmt.Sprintf("note %d", i)
 		if i%13 == 0 {
 			summary += strings.Repeat(" padding", 400) // too long for the index
 		}
-		res, err := gov.Submit(ctx, memory.Candidate{Layer: layers[i%3], SubjectID: fmt.Sprintf("s%d", i%2),
-			FactType: fmt.Sprintf("f%d", i), Summary: summary, Scope: memory.Scope{UserID: fmt.Sprintf("u%d", i%3)}})
+		res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: fmt.Sprintf("s%d", i%2),
+			FactType: fmt.Sprintf("f%d", i), Summary: summary, Scope: memory.Scope{UserID: fmt.Sprintf("u%d", i%3), AgentID: fmt.Sprintf("a%d", i%2)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,62 +77,39 @@ func TestListFiltersOnTheIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	filters := []memory.ListFilter{
-		{}, {SubjectID: "s1"}, {Query: "cedar"}, {Query: "tea MAPLE"}, {SubjectID: "s0", Query: "ginger"},
-		{Layer: memory.LayerState}, {Scope: memory.Scope{UserID: "u2"}}, {SubjectID: "s1", Layer: memory.LayerKnowledge, Query: "note"},
-		{Query: "padding"}, {Query: "zebra"}, {Query: "note", Limit: 5},
-	}
-	for _, f := range filters {
-		t.Run(fmt.Sprintf("%+v", f), func(t *testing.T) {
-			got, err := gov.List(ctx, f)
-			if err != nil {
-				t.Fatal(err)
+	for _, sel := range []struct {
+		subject string
+		scope   memory.Scope
+	}{{"", memory.Scope{}}, {"s1", memory.Scope{}}, {"", memory.Scope{UserID: "u2"}}, {"s0", memory.Scope{AgentID: "a0"}},
+		{"", memory.Scope{UserID: "u1", AgentID: "a1"}}, {"", memory.Scope{AgentID: "a1"}}, {"s1", memory.Scope{AgentID: "a0"}}} {
+		var want []string
+		for _, r := range all {
+			if (sel.subject == "" || r.SubjectID == sel.subject) && scopeHolds(r.Scope, sel.scope) {
+				want = append(want, r.SubjectID+"/"+r.ID)
 			}
-			var want []string
-			fw := strings.Fields(strings.ToLower(f.Query))
-			for _, r := range all {
-				if f.Match(r, fw) {
-					want = append(want, r.ID)
+		}
+		slices.Sort(want)
+		var got []string
+		err := st.ViewSnapshot(ctx, func(sn *Snapshot) error {
+			return sn.ScanActiveIndex(ctx, sel.subject, sel.scope, func(e ActiveEntry, ver uint64) bool {
+				r, err := sn.Record(e.ID)
+				if err != nil || !sameEntry(entryOf(r), e) || ver == 0 {
+					t.Errorf("entry %+v (version %d) of record %+v (%v)", e, ver, r, err)
 				}
-			}
-			var ids []string
-			for _, r := range got {
-				ids = append(ids, r.ID)
-			}
-			slices.Sort(ids)
-			slices.Sort(want)
-			if f.Limit > 0 {
-				if len(ids) != f.Limit {
-					t.Fatalf("%d records with limit %d", len(ids), f.Limit)
-				}
-				return
-			}
-			if !slices.Equal(ids, want) {
-				t.Fatalf("List = %v\nwant   %v", ids, want)
-			}
-			// ViewActive's Scan passes the same records, with their fields.
-			byID := map[string]*memory.Record{}
-			for _, r := range all {
-				byID[r.ID] = r
-			}
-			var scanned []string
-			err = gov.ViewActive(ctx, func(v memory.ActiveView) error {
-				return v.Scan(f, func(e memory.ActiveEntry) (bool, error) {
-					r := byID[e.ID]
-					if r == nil || e.SubjectID != r.SubjectID || e.Layer != r.Layer || e.Scope != r.Scope || e.Summary != r.Summary {
-						t.Errorf("scanned entry %+v of record %+v", e, r)
-					}
-					scanned = append(scanned, e.ID)
-					return true, nil
-				})
+				got = append(got, e.SubjectID+"/"+e.ID)
+				return true
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			slices.Sort(scanned)
-			if !slices.Equal(scanned, want) {
-				t.Fatalf("Scan = %v\nwant   %v", scanned, want)
-			}
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) { // key order is subject, then id
+			t.Fatalf("%+v: scanned %v\nwant %v", sel, got, want)
+		}
 	}
+}
+
+func sameEntry(a, b ActiveEntry) bool {
+	return a.ID == b.ID && a.SubjectID == b.SubjectID && a.Layer == b.Layer && a.Scope == b.Scope && a.Summary == b.Summary &&
+		a.CreatedAt.Equal(b.CreatedAt) && a.ActivatedAt.Equal(b.ActivatedAt)
 }

@@ -66,7 +66,7 @@ import (
 // all through memory maps. The store then stays read-only until a
 // restart: Badger cannot switch a read-only database to read-write, and
 // reopening it in place would swap the *badger.DB that DB() hands to other
-// packages and that the active cache's snapshots belong to, under readers
+// packages and that the search index's snapshots belong to, under readers
 // that hold it; a restart quiesces them all. Badger cannot open read-only a
 // database whose write-ahead logs an unclean shutdown left to replay (only
 // a read-write open truncates them): Open then fails with a message saying

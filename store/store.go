@@ -37,9 +37,6 @@ type Options struct {
 	MemTableSize int64
 	// BlockCacheSize bounds the block cache (Badger's default: 256 MB).
 	BlockCacheSize int64
-	// ActiveCacheBytes bounds the in-memory cache of the index of active
-	// records searches read (activecache.go): 0 means 16 MB, negative off.
-	ActiveCacheBytes int64
 	// DiskReserve is the free space, in bytes, below which the store refuses
 	// writes (memory.EINSUFFICIENTSTORAGE) so that Badger never finds the
 	// disk full (diskguard.go): 0 derives it from the memtable and
@@ -59,7 +56,11 @@ type Store struct {
 	// that shares its syncs; both nil otherwise.
 	logs  *logSyncer
 	group *groupCommit
-	cache *activeCache // nil when off
+	// feeds hear of each commit's changes to the index of active
+	// records (feed.go); gate lines those commits up with aligned
+	// snapshots, and guards feeds.
+	feeds []ActiveFeed
+	gate  commitGate
 	// guard refuses writes while the disk is nearly full (nil: off).
 	guard *diskGuard
 	dir   string // the database's directory; "" in memory
@@ -123,12 +124,6 @@ func Open(o Options) (*Store, error) {
 	s := &Store{db: db, log: o.Logger, guard: guard}
 	if !o.InMemory {
 		s.dir = o.Dir
-	}
-	if o.ActiveCacheBytes == 0 {
-		o.ActiveCacheBytes = activeCacheBytes
-	}
-	if o.ActiveCacheBytes > 0 {
-		s.cache = newActiveCache(db, o.ActiveCacheBytes)
 	}
 	if group && !opts.ReadOnly {
 		if s.logs, err = newLogSyncer(o.Dir); err != nil {
@@ -243,7 +238,7 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 			return fmt.Errorf("store: update: %w", err)
 		}
 		txn := s.db.NewTransaction(true)
-		t := &tx{txn: txn, db: s.db, logs: s.logs, cache: s.cache}
+		t := &tx{txn: txn, db: s.db, logs: s.logs}
 		err := fn(t)
 		if err == nil {
 			// Admitted by the disk guard, or refused before Badger writes.
@@ -278,13 +273,7 @@ func (s *Store) View(ctx context.Context, fn func(memory.ReadTx) error) error {
 		return fmt.Errorf("store: view: %w", err)
 	}
 	return s.db.View(func(txn *badger.Txn) error {
-		t := &tx{txn: txn, db: s.db, cache: s.cache, readOnly: true}
-		defer func() {
-			if t.moved != nil {
-				t.moved.Discard()
-			}
-		}()
-		return fn(t)
+		return fn(&tx{txn: txn, db: s.db, readOnly: true})
 	})
 }
 

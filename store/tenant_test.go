@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 )
 
 var (
@@ -99,19 +100,28 @@ func TestTenantsSeeAndChangeOnlyTheirOwnRecords(t *testing.T) {
 			}
 		}
 	}
-	err = e.gov.ViewActive(as(bob), func(v memory.ActiveView) error {
-		if r, err := v.Active(aID); err != nil || r != nil {
-			t.Fatalf("bob's view loads alice's record: %v %v", r, err)
-		}
-		return v.Scan(memory.ListFilter{}, func(en memory.ActiveEntry) (bool, error) {
-			if en.Scope.UserID != "bob" {
-				t.Fatalf("bob's view scans %s of %q", en.ID, en.Scope.UserID)
-			}
-			return true, nil
-		})
-	})
+	// Nor through the search index the dialects read: a list of
+	// everything, or a search for Alice's text.
+	idx := search.New(e.st, search.Options{})
+	defer idx.Close()
+	listed, err := idx.List(as(bob), nil, 0)
 	if err != nil {
 		t.Fatal(err)
+	}
+	hits, err := idx.Search(as(bob), search.Query{Text: "dark", TopK: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		listed = append(listed, h.Record)
+	}
+	if len(listed) == 0 {
+		t.Fatal("bob's list through the index is empty: it should hold his own memory")
+	}
+	for _, r := range listed {
+		if r.Scope.UserID != "bob" {
+			t.Fatalf("bob's search index read returned %s of %q", r.ID, r.Scope.UserID)
+		}
 	}
 	// Bob can neither delete nor edit Alice's memory by its id, nor write
 	// for alice.

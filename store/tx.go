@@ -46,14 +46,13 @@ type tx struct {
 	txn  *badger.Txn
 	db   *badger.DB
 	logs *logSyncer // in group commit mode, told of values for the value log
-	// The cache of the index of active records (nil if off), and the
-	// changes this transaction made to the index, for it (activecache.go).
-	cache   *activeCache
-	changes []activeChange
-	// In a View: readOnly is set, and moved holds a snapshot CachedActive
-	// moved the view to, discarded when the view ends.
+	// The changes this transaction made to the index of active records,
+	// for the store's feed, and the records it read: a change is refused
+	// for a record it did not read (feed.go).
+	changes []ActiveChange
+	read    map[string]struct{}
+	// readOnly is set in a View.
 	readOnly bool
-	moved    *badger.Txn
 	// bytes estimates what committing adds to Badger's logs, for the disk
 	// guard (diskguard.go).
 	bytes int64
@@ -146,6 +145,7 @@ func (t *tx) scanRecords(prefix []byte, fn func(*memory.Record) bool) error {
 }
 
 func (t *tx) Record(id string) (*memory.Record, error) {
+	t.readRecord(id)
 	var r memory.Record
 	if err := t.get(key("r/", id), &r, "memory", id); err != nil {
 		return nil, err
@@ -307,19 +307,23 @@ func (t *tx) putRecord(old, r *memory.Record) error {
 		if err := t.del(key("a/", old.SubjectID, old.ID)); err != nil {
 			return err
 		}
-		t.activeChanged(old, false)
+		if err := t.activeChanged(old, false); err != nil {
+			return err
+		}
 	}
 	if r.Status == memory.StatusActive {
 		if err := t.set(key("a/", r.SubjectID, r.ID), activeValue(r)); err != nil {
 			return err
 		}
-		t.activeChanged(r, true)
+		if err := t.activeChanged(r, true); err != nil {
+			return err
+		}
 	}
 	return t.put(key("r/", r.ID), r)
 }
 
 // The index of active records (a/) holds, as the value of each key, the
-// fields a list filter tests (memory.ActiveEntry): a version byte, in
+// fields a read filters on (ActiveEntry): a version byte, in
 // version 2 the record's creation and activation times (Unix nanoseconds,
 // big-endian, 0 for none), then layer and scope ids each ended by 0x00
 // (ids never hold control characters), then the summary. A record with a
@@ -385,7 +389,7 @@ func activeValueFields(v []byte) (fields []byte, created, activated time.Time, o
 	return nil, time.Time{}, time.Time{}, false
 }
 
-func parseActiveValue(v []byte, e *memory.ActiveEntry) bool {
+func parseActiveValue(v []byte, e *ActiveEntry) bool {
 	v, created, activated, ok := activeValueFields(v)
 	if !ok {
 		return false
@@ -403,40 +407,6 @@ func parseActiveValue(v []byte, e *memory.ActiveEntry) bool {
 	e.Summary = string(v)
 	e.CreatedAt, e.ActivatedAt = created, activated
 	return true
-}
-
-var _ memory.ActiveIndex = (*tx)(nil)
-
-// ScanActiveEntries calls fn for each entry of the index of active
-// records, of one subject when subjectID is not empty, in key order.
-func (t *tx) ScanActiveEntries(subjectID string, fn func(e memory.ActiveEntry, ok bool) (bool, error)) error {
-	prefix := []byte("a/")
-	if subjectID != "" {
-		prefix = append(key("a/", subjectID), 0)
-	}
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues = false // small values live in the tree: read in place
-	opts.Prefix = prefix
-	it := t.txn.NewIterator(opts)
-	defer it.Close()
-	for it.Seek(prefix); it.ValidForPrefix(prefix); it.Next() {
-		item := it.Item()
-		k := item.Key()[2:] // <subject>\0<record>
-		sep := bytes.LastIndexByte(k, 0)
-		if sep < 0 {
-			return fmt.Errorf("malformed active index key %q", item.Key())
-		}
-		e := memory.ActiveEntry{SubjectID: string(k[:sep]), ID: string(k[sep+1:])}
-		var ok bool
-		if err := item.Value(func(v []byte) error { ok = parseActiveValue(v, &e); return nil }); err != nil {
-			return fmt.Errorf("read active index %q: %w", item.Key(), err)
-		}
-		more, err := fn(e, ok)
-		if err != nil || !more {
-			return err
-		}
-	}
-	return nil
 }
 
 // index keeps the keys of a status index: removed when a record leaves the

@@ -31,6 +31,7 @@ import (
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/secrets"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -270,9 +271,14 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner})
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st, Logger: log}))
 
+	// One index of the active layer, following the store's commits, that
+	// every dialect reads through.
+	index := search.New(st, search.Options{Logger: log})
+	defer index.Close()
+
 	var ready atomic.Bool
 	agentMux := http.NewServeMux()
-	(&proxy.Native{Gov: gov, Log: log, Keys: keys}).Register(agentMux)
+	(&proxy.Native{Gov: gov, Search: index, Log: log, Keys: keys}).Register(agentMux)
 	var extractor mem0.Extractor
 	if cfg.extractorURL != "" {
 		ex, err := mem0.NewChatExtractor(mem0.ChatExtractorOptions{URL: cfg.extractorURL, Model: cfg.extractorModel,
@@ -282,7 +288,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		}
 		extractor = ex
 	}
-	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Logger: log,
+	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: log,
 		Keys: keys, Extractor: extractor}).Register(agentMux)
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, MaxSessions: cfg.mcpMaxSessions,
 		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,

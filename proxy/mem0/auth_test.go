@@ -91,7 +91,7 @@ func TestRoutesAnswerJSONWithAndWithoutTrailingSlash(t *testing.T) {
 func TestRegistersBesideTheNativeAPI(t *testing.T) {
 	e := newEnv(t)
 	mux := http.NewServeMux()
-	(&proxy.Native{Gov: e.gov, Log: slog.New(slog.DiscardHandler)}).Register(mux)
+	(&proxy.Native{Gov: e.gov, Search: e.h.index, Log: slog.New(slog.DiscardHandler)}).Register(mux)
 	e.h.Register(mux)
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

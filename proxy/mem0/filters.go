@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 )
 
 // filter is a compiled Mem0 "filters" document: AND / OR / NOT over field
@@ -16,24 +16,9 @@ import (
 // created_at / updated_at, categories, keywords and metadata, with the
 // operators in, nin, eq, ne, gt, gte, lt, lte, contains, icontains and the
 // "*" wildcard. Keys may be snake_case or camelCase (the JS SDK sends
-// filters as written).
-type filter struct {
-	kind  filterKind
-	kids  []*filter
-	test  func(*memory.Record) bool
-	field string // a leaf's canonical field
-	pins  bool   // a leaf that requires the entity field to have a value
-	eq    string // a leaf's value when it is an equality on an entity id
-}
-
-type filterKind int
-
-const (
-	kindAnd filterKind = iota
-	kindOr
-	kindNot
-	kindLeaf
-)
+// filters as written). It wraps search's filter AST, which the search
+// runs; this file only parses Mem0's JSON into it.
+type filter struct{ ast *search.Filter }
 
 // Bounds on a filters document, so a request cannot make matching costly.
 const (
@@ -49,112 +34,29 @@ var entityFields = map[string]string{
 	"run_id": "run_id", "runId": "run_id", "session_id": "run_id", "sessionId": "run_id",
 }
 
-var entityOf = map[string]func(*memory.Record) string{
-	"user_id":  func(r *memory.Record) string { return r.Scope.UserID },
-	"agent_id": func(r *memory.Record) string { return r.Scope.AgentID },
-	"app_id":   func(r *memory.Record) string { return r.Scope.AppID },
-	"run_id":   func(r *memory.Record) string { return r.Scope.RunID },
-}
-
 var operators = map[string]bool{"in": true, "nin": true, "eq": true, "ne": true, "gt": true, "gte": true,
 	"lt": true, "lte": true, "contains": true, "icontains": true, "*": true}
 
-func all(kids ...*filter) *filter { return &filter{kind: kindAnd, kids: kids} }
+// all is the conjunction of filters.
+func all(kids ...*filter) *filter {
+	and := search.And()
+	for _, k := range kids {
+		and.Kids = append(and.Kids, k.ast)
+	}
+	return &filter{and}
+}
 
 // match reports whether a record passes the filter.
-func (f *filter) match(r *memory.Record) bool {
-	switch f.kind {
-	case kindAnd:
-		for _, k := range f.kids {
-			if !k.match(r) {
-				return false
-			}
-		}
-		return true
-	case kindOr:
-		for _, k := range f.kids {
-			if k.match(r) {
-				return true
-			}
-		}
-		return len(f.kids) == 0
-	case kindNot:
-		return !all(f.kids...).match(r)
-	}
-	return f.test(r)
-}
+func (f *filter) match(r *memory.Record) bool { return f.ast.Match(r) }
 
 // scoped reports whether every record the filter lets through has an
 // entity id pinned by it: Mem0 refuses unscoped reads and so does memgate.
-func (f *filter) scoped() bool {
-	switch f.kind {
-	case kindAnd:
-		for _, k := range f.kids {
-			if k.scoped() {
-				return true
-			}
-		}
-		return false
-	case kindOr:
-		for _, k := range f.kids {
-			if !k.scoped() {
-				return false
-			}
-		}
-		return len(f.kids) > 0
-	case kindNot:
-		return false
-	}
-	return f.pins
-}
-
-// indexFields are the fields a leaf tests that the index of active records
-// holds (memory.ActiveEntry: scope, layer, summary).
-var indexFields = map[string]bool{"user_id": true, "agent_id": true, "app_id": true, "run_id": true,
-	"categories": true, "keywords": true}
-
-// indexable reports whether the filter tests only fields the index of
-// active records holds, so it can be tested without loading records.
-func (f *filter) indexable() bool {
-	if f.kind == kindLeaf {
-		return indexFields[f.field]
-	}
-	for _, k := range f.kids {
-		if !k.indexable() {
-			return false
-		}
-	}
-	return true
-}
+func (f *filter) scoped() bool { return f.ast.Scoped() }
 
 // scope returns the entity ids every match must have (from equalities in
-// the top-level conjunction), for the governor's list to filter on first.
+// the top-level conjunction).
 func (f *filter) scope() memory.Scope {
-	var s memory.Scope
-	var walk func(*filter)
-	walk = func(n *filter) {
-		switch n.kind {
-		case kindAnd:
-			for _, k := range n.kids {
-				walk(k)
-			}
-		case kindLeaf:
-			if n.eq == "" {
-				return
-			}
-			switch n.field {
-			case "user_id":
-				s.UserID = n.eq
-			case "agent_id":
-				s.AgentID = n.eq
-			case "app_id":
-				s.AppID = n.eq
-			case "run_id":
-				s.RunID = n.eq
-			}
-		}
-	}
-	walk(f)
+	_, s, _ := f.ast.Pinned()
 	return s
 }
 
@@ -192,76 +94,76 @@ func (p *filterParser) object(v any, depth int) (*filter, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("expected an object, not %s", describe(v))
+		return nil, fmt.Errorf("expected an object, not %s", search.Describe(v))
 	}
-	out := all()
+	out := search.And()
 	for _, k := range sortedKeys(obj) {
 		if err := p.count(); err != nil {
 			return nil, err
 		}
 		val := obj[k]
-		switch strings.ToUpper(k) {
+		switch op := strings.ToUpper(k); op {
 		case "AND", "OR", "NOT":
 			kids, err := p.list(k, val, depth)
 			if err != nil {
 				return nil, err
 			}
-			kind := map[string]filterKind{"AND": kindAnd, "OR": kindOr, "NOT": kindNot}[strings.ToUpper(k)]
-			out.kids = append(out.kids, &filter{kind: kind, kids: kids})
+			out.Kids = append(out.Kids, map[string]func(...*search.Filter) *search.Filter{
+				"AND": search.And, "OR": search.Or, "NOT": search.Not}[op](kids...))
 			continue
 		}
 		leaves, err := p.field(k, val, depth)
 		if err != nil {
 			return nil, err
 		}
-		out.kids = append(out.kids, leaves...)
+		out.Kids = append(out.Kids, leaves...)
 	}
-	return out, nil
+	return &filter{out}, nil
 }
 
 // list compiles the operand of AND / OR / NOT: an array of objects (an
 // object is read as a one-element array).
-func (p *filterParser) list(op string, v any, depth int) ([]*filter, error) {
+func (p *filterParser) list(op string, v any, depth int) ([]*search.Filter, error) {
 	items, ok := v.([]any)
 	if !ok {
 		if _, isObj := v.(map[string]any); !isObj {
-			return nil, fmt.Errorf("%s must be an array of filter objects, not %s", op, describe(v))
+			return nil, fmt.Errorf("%s must be an array of filter objects, not %s", op, search.Describe(v))
 		}
 		items = []any{v}
 	}
-	var out []*filter
+	var out []*search.Filter
 	for _, it := range items {
 		f, err := p.object(it, depth+1)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
-		out = append(out, f)
+		out = append(out, f.ast)
 	}
 	return out, nil
 }
 
 // field compiles the conditions on one field.
-func (p *filterParser) field(key string, v any, depth int) ([]*filter, error) {
+func (p *filterParser) field(key string, v any, depth int) ([]*search.Filter, error) {
 	if ent, ok := entityFields[key]; ok {
-		return p.conditions(ent, v, entityCond(ent))
+		return p.conditions(ent, v)
 	}
 	switch key {
 	case "created_at", "createdAt":
-		return p.conditions("created_at", v, timeCond(func(r *memory.Record) time.Time { return r.CreatedAt }))
+		return p.conditions("created_at", v)
 	case "updated_at", "updatedAt":
-		return p.conditions("updated_at", v, timeCond(updatedAt))
+		return p.conditions("updated_at", v)
 	case "categories", "category":
-		return p.conditions("categories", v, categoriesCond)
+		return p.conditions("categories", v)
 	case "keywords", "memory", "text":
-		return p.conditions("keywords", v, textCond)
+		return p.conditions("keywords", v)
 	case "metadata":
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("metadata must be an object, not %s", describe(v))
+			return nil, fmt.Errorf("metadata must be an object, not %s", search.Describe(v))
 		}
-		var out []*filter
+		var out []*search.Filter
 		for _, mk := range sortedKeys(obj) {
-			leaves, err := p.conditions("metadata."+mk, obj[mk], metadataCond(mk))
+			leaves, err := p.conditions("metadata."+mk, obj[mk])
 			if err != nil {
 				return nil, err
 			}
@@ -270,15 +172,12 @@ func (p *filterParser) field(key string, v any, depth int) ([]*filter, error) {
 		return out, nil
 	}
 	// Any other key filters on a metadata field of that name.
-	return p.conditions("metadata."+key, v, metadataCond(key))
+	return p.conditions("metadata."+key, v)
 }
-
-// condFunc compiles one operator and its operand on a field.
-type condFunc func(op string, arg any) (func(*memory.Record) bool, error)
 
 // conditions compiles a field's value: a bare value (equality, or "*" for
 // "has a value"), or an object of operators, all of which must hold.
-func (p *filterParser) conditions(field string, v any, cf condFunc) ([]*filter, error) {
+func (p *filterParser) conditions(field string, v any) ([]*search.Filter, error) {
 	if v == nil {
 		return nil, nil // a null condition constrains nothing
 	}
@@ -288,15 +187,15 @@ func (p *filterParser) conditions(field string, v any, cf condFunc) ([]*filter, 
 		if s, ok := v.(string); ok && s == "*" {
 			op = "*"
 		}
-		leaf, err := p.leaf(field, op, v, cf)
+		leaf, err := p.leaf(field, op, v)
 		if err != nil {
 			return nil, err
 		}
-		return []*filter{leaf}, nil
+		return []*search.Filter{leaf}, nil
 	}
-	var out []*filter
+	var out []*search.Filter
 	for _, op := range sortedKeys(ops) {
-		leaf, err := p.leaf(field, op, ops[op], cf)
+		leaf, err := p.leaf(field, op, ops[op])
 		if err != nil {
 			return nil, err
 		}
@@ -305,24 +204,11 @@ func (p *filterParser) conditions(field string, v any, cf condFunc) ([]*filter, 
 	return out, nil
 }
 
-func (p *filterParser) leaf(field, op string, arg any, cf condFunc) (*filter, error) {
+func (p *filterParser) leaf(field, op string, arg any) (*search.Filter, error) {
 	if err := p.count(); err != nil {
 		return nil, err
 	}
-	test, err := cf(op, arg)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", field, err)
-	}
-	f := &filter{kind: kindLeaf, test: test, field: field}
-	if _, isEntity := entityOf[field]; isEntity {
-		switch op {
-		case "eq":
-			f.pins, f.eq = true, arg.(string)
-		case "in", "*":
-			f.pins = true
-		}
-	}
-	return f, nil
+	return search.Leaf(field, op, arg)
 }
 
 func allOperators(m map[string]any) bool {
@@ -350,21 +236,16 @@ func sortedKeys(m map[string]any) []string {
 // the top level of a body, or as query parameters): each non-empty one must
 // match, "*" meaning "has a value".
 func entityFilter(s memory.Scope) *filter {
-	out := all()
-	for field, v := range map[string]string{"user_id": s.UserID, "agent_id": s.AgentID, "app_id": s.AppID, "run_id": s.RunID} {
-		if v == "" {
-			continue
+	out := search.And()
+	for _, p := range [...][2]string{{"user_id", s.UserID}, {"agent_id", s.AgentID}, {"app_id", s.AppID}, {"run_id", s.RunID}} {
+		switch field, v := p[0], p[1]; v {
+		case "":
+		case "*":
+			leaf, _ := search.Leaf(field, "*", v)
+			out.Kids = append(out.Kids, leaf)
+		default:
+			out.Kids = append(out.Kids, search.Eq(field, v))
 		}
-		op := "eq"
-		if v == "*" {
-			op = "*"
-		}
-		test, _ := entityCond(field)(op, v)
-		f := &filter{kind: kindLeaf, test: test, field: field, pins: true}
-		if op == "eq" {
-			f.eq = v
-		}
-		out.kids = append(out.kids, f)
 	}
-	return out
+	return &filter{out}
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -154,18 +153,5 @@ func FuzzParseFacts(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		parseFacts(s) // must not panic; an error falls back to the messages
-	})
-}
-
-func FuzzTokenize(f *testing.F) {
-	for _, s := range []string{"I love hiking", "项目alpha自动发布", "user's cities", "\xff\xfe", ""} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		for _, tok := range tokenize(s) {
-			if tok == "" || (utf8.ValidString(s) && !utf8.ValidString(tok)) {
-				t.Fatalf("tokenize(%q) gave token %q", s, tok)
-			}
-		}
 	})
 }

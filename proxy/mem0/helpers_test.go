@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -116,6 +117,7 @@ func (e *env) open() {
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now})
 	o := e.opts
 	o.Gov, o.Events, o.Now = e.gov, NewEventLog(st), e.clock.Now
+	o.Search = search.New(st, search.Options{}) // as the binary wires it: parts kept in memory
 	e.h = New(o)
 	mux := http.NewServeMux()
 	e.h.Register(mux)

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 )
 
 func errMemoryNotFound(id string) error {
@@ -53,19 +55,21 @@ func (h *Handler) active(ctx context.Context, id string) (*memory.Record, error)
 	return nil, errMemoryNotFound(id)
 }
 
-// list returns the active records the filter lets through, newest first.
+// list returns the active records the filter lets through, of the
+// caller's tenant, newest first.
 func (h *Handler) list(ctx context.Context, f *filter) ([]*memory.Record, error) {
-	recs, err := h.gov.List(ctx, memory.ListFilter{Scope: f.scope()})
+	var out []*memory.Record
+	var err error
+	if h.index != nil {
+		out, err = h.index.List(ctx, f.ast, 0)
+	} else { // no index: list through the governor, then filter
+		out, err = h.gov.List(ctx, memory.ListFilter{Scope: f.scope()})
+		out = slices.DeleteFunc(out, func(r *memory.Record) bool { return !f.match(r) })
+	}
 	if err != nil {
 		return nil, err
 	}
-	out := recs[:0]
-	for _, r := range recs {
-		if r.Status == memory.StatusActive && f.match(r) {
-			out = append(out, r)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return newer(out[i], out[j]) })
+	sort.SliceStable(out, func(i, j int) bool { return search.Newer(out[i], out[j]) })
 	return out, nil
 }
 

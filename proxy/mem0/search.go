@@ -1,13 +1,12 @@
 package mem0
 
 import (
-	"cmp"
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 )
 
 // searchParams is a search as every route asks for it.
@@ -18,228 +17,40 @@ type searchParams struct {
 	threshold float64
 }
 
-// search ranks the active layer lexically: records the filter lets through
-// (reads never see pending, superseded or rejected versions) are scored by
-// BM25 against the query; those at or above the threshold come back, best
-// first (newest first among equal scores), at most topK. With threshold 0
-// nothing is filtered out.
-//
-// It scores what the index of active records holds (scope, layer, summary)
-// when the filter tests nothing else, and loads only the records it may
-// return: those that score above the topK-th and those tied with it, which
-// are ordered by their update times. When the filter selects exactly one
-// entity id, the store's cache of the index hands over that entity's
-// entries with their terms counted by earlier queries (searchpart.go).
+// search ranks the active layer (search.Index.Search): records the filter
+// lets through, of the caller's tenant (reads never see pending,
+// superseded or rejected versions), best first, at most topK, those under
+// the threshold left out. A handler without an index lists through the
+// governor and ranks what it listed (search.Rank).
 func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, error) {
-	out := []memoryJSON{}
-	if p.topK <= 0 {
-		return out, nil
+	q := search.Query{Text: p.query, TopK: p.topK, Threshold: p.threshold}
+	var scope memory.Scope
+	if p.filter != nil {
+		q.Filter, scope = p.filter.ast, p.filter.scope()
 	}
-	terms := uniq(tokenize(p.query))
-	err := h.gov.ViewActive(ctx, func(v memory.ActiveView) error {
-		docs, recs, scored, err := h.score(v, p, terms)
+	if h.index == nil {
+		recs, err := h.gov.List(ctx, memory.ListFilter{Scope: scope})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		// Drop what is under the threshold, then load the best: the topK
-		// and those tied with the last of them, whose update times order
-		// them. A cached entry may name a record this snapshot does not
-		// hold as active (a commit in flight): it is passed over.
-		var cands []docScore
-		for _, s := range scored {
-			if s.rel >= p.threshold {
-				cands = append(cands, s)
-			}
-		}
-		if p.threshold <= 0 && len(cands) < p.topK && len(scored) < len(docs) {
-			// Documents sharing no term score 0 and pass too: all tie
-			// for the places left.
-			hit := make([]bool, len(docs))
-			for _, s := range scored {
-				hit[s.doc] = true
-			}
-			for d := range docs {
-				if !hit[d] {
-					cands = append(cands, docScore{doc: d})
-				}
-			}
-		}
-		// Where the index holds every candidate's update time, the order
-		// is known before loading: the best topK are picked and loaded,
-		// unless one of them is no longer active. Otherwise all are
-		// sorted by score and the topK loaded with those tied with the
-		// last of them, whose update times order them.
-		timed := recs == nil && !slices.ContainsFunc(cands, func(c docScore) bool { return docs[c.doc].CreatedAt.IsZero() })
-		better := func(a, b docScore) int {
-			switch {
-			case a.raw != b.raw:
-				return cmp.Compare(b.raw, a.raw)
-			case !timed || a.doc == b.doc:
-				return 0
-			case newerEntry(docs[a.doc], docs[b.doc]):
-				return -1
-			}
-			return 1
-		}
-		loaded := map[int]*memory.Record{}
-		load := func(d int) (*memory.Record, error) { // nil: not active in this snapshot
-			if recs != nil {
-				return recs[d], nil
-			}
-			if r, ok := loaded[d]; ok {
-				return r, nil
-			}
-			r, err := v.Active(docs[d].ID)
-			loaded[d] = r
-			return r, err
-		}
-		var kept []docScore
-		if timed {
-			kept = bestOf(cands, p.topK, better)
-			for _, c := range kept {
-				if r, err := load(c.doc); err != nil {
-					return err
-				} else if r == nil {
-					kept = nil // a commit in flight: the slow way
-					break
-				}
-			}
-		}
-		if kept == nil {
-			slices.SortFunc(cands, better)
-			for _, c := range cands {
-				if len(kept) >= p.topK && (timed || c.raw != kept[len(kept)-1].raw) {
-					break
-				}
-				if r, err := load(c.doc); err != nil {
-					return err
-				} else if r != nil {
-					kept = append(kept, c)
-				}
-			}
-		}
-		for _, c := range kept {
-			loaded[c.doc], _ = load(c.doc)
-		}
-		slices.SortFunc(kept, func(a, b docScore) int {
-			switch {
-			case a.doc == b.doc:
-				return 0
-			case a.raw != b.raw:
-				return cmp.Compare(b.raw, a.raw)
-			case newer(loaded[a.doc], loaded[b.doc]):
-				return -1
-			}
-			return 1
-		})
-		for _, c := range kept[:min(len(kept), p.topK)] {
-			m := toMemory(loaded[c.doc])
-			score := c.rel
-			m.Score = &score
-			out = append(out, m)
-		}
-		return nil
-	})
+		return toHits(search.Rank(recs, q)), nil
+	}
+	hits, err := h.index.Search(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return toHits(hits), nil
 }
 
-// score scores the documents of a search: the entries of the records the
-// filter lets through, their records too when the filter tests fields the
-// index does not hold (recs, by document; nil otherwise), and the scores
-// of those holding a query term, in document order.
-func (h *Handler) score(v memory.ActiveView, p searchParams, terms []string) (docs []*memory.ActiveEntry, recs []*memory.Record, scored []docScore, err error) {
-	onIndex := p.filter.indexable()
-	scope := p.filter.scope()
-	part, whole, err := v.Part(memory.ListFilter{Scope: scope})
-	if err != nil {
-		return nil, nil, nil, err
+// toHits shapes search hits, each with its score.
+func toHits(hits []search.Hit) []memoryJSON {
+	out := make([]memoryJSON, len(hits))
+	for i, hit := range hits {
+		out[i] = toMemory(hit.Record)
+		score := hit.Score
+		out[i].Score = &score
 	}
-	if whole && onIndex && selectsScope(p.filter, scope) {
-		// The filter lets the part's entries through and nothing else.
-		pt := partTermsOf(part)
-		return pt.docs, nil, pt.score(terms, p.threshold), nil
-	}
-	c := newBM25Corpus(terms)
-	entry := &memory.Record{Status: memory.StatusActive} // what the index holds, tested in place of the record
-	err = v.ScanEntries(memory.ListFilter{Scope: scope}, func(e *memory.ActiveEntry) (bool, error) {
-		var r *memory.Record
-		if onIndex {
-			entry.ID, entry.SubjectID, entry.Layer, entry.Scope, entry.Summary = e.ID, e.SubjectID, e.Layer, e.Scope, e.Summary
-			if !p.filter.match(entry) {
-				return true, nil
-			}
-		} else {
-			var err error
-			if r, err = v.Active(e.ID); err != nil {
-				return false, err
-			}
-			if r == nil || !p.filter.match(r) {
-				return true, nil
-			}
-			recs = append(recs, r)
-		}
-		c.addEntry(e)
-		docs = append(docs, e)
-		return true, nil
-	})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	raw, rel := c.scores()
-	for d := range raw {
-		if raw[d] > 0 {
-			scored = append(scored, docScore{d, raw[d], rel[d]})
-		}
-	}
-	if !onIndex && recs == nil {
-		recs = []*memory.Record{} // records were tested: none to load
-	}
-	return docs, recs, scored, nil
-}
-
-// bestOf returns the n first of cands in the order cmp defines, in that
-// order, without sorting them all.
-func bestOf(cands []docScore, n int, cmp func(a, b docScore) int) []docScore {
-	best := make([]docScore, 0, min(n, len(cands))+1)
-	for _, c := range cands {
-		if len(best) == n && cmp(c, best[n-1]) >= 0 {
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(best, c, cmp)
-		best = slices.Insert(best, i, c)
-		if len(best) > n {
-			best = best[:n]
-		}
-	}
-	return best
-}
-
-// newerEntry is newer on the index entries of records, which hold their
-// times.
-func newerEntry(a, b *memory.ActiveEntry) bool {
-	ta, tb := a.ActivatedAt, b.ActivatedAt
-	if ta.IsZero() {
-		ta = a.CreatedAt
-	}
-	if tb.IsZero() {
-		tb = b.CreatedAt
-	}
-	if !ta.Equal(tb) {
-		return ta.After(tb)
-	}
-	return a.ID > b.ID
-}
-
-// newer orders records newest first (ids are ULIDs, so they break ties).
-func newer(a, b *memory.Record) bool {
-	ta, tb := updatedAt(a), updatedAt(b)
-	if !ta.Equal(tb) {
-		return ta.After(tb)
-	}
-	return a.ID > b.ID
+	return out
 }
 
 // Default thresholds: v3's and v2's, as Mem0 documents them; the
@@ -307,11 +118,11 @@ func extraFilter(categories []string, metadata map[string]any) (*filter, error) 
 		for i, c := range categories {
 			items[i] = c
 		}
-		test, err := categoriesCond("in", items)
+		leaf, err := search.Leaf("categories", "in", items)
 		if err != nil {
-			return nil, memory.Errorf(memory.EINVALID, "categories: %s", err.Error())
+			return nil, memory.Errorf(memory.EINVALID, "%s", err.Error())
 		}
-		out.kids = append(out.kids, &filter{kind: kindLeaf, test: test, field: "categories"})
+		out.ast.Kids = append(out.ast.Kids, leaf)
 	}
 	if len(metadata) > 0 {
 		p := &filterParser{}
@@ -319,7 +130,7 @@ func extraFilter(categories []string, metadata map[string]any) (*filter, error) 
 		if err != nil {
 			return nil, memory.Errorf(memory.EINVALID, "metadata: %s", err.Error())
 		}
-		out.kids = append(out.kids, leaves...)
+		out.ast.Kids = append(out.ast.Kids, leaves...)
 	}
 	return out, nil
 }

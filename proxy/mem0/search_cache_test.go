@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -185,5 +186,51 @@ func applyingHandler(tb testing.TB, o store.Options) (*memory.Governor, *Handler
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 	})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: apply})
-	return gov, New(Options{Gov: gov, Events: NewEventLog(st)})
+	return gov, New(Options{Gov: gov, Events: NewEventLog(st), Search: search.New(st, search.Options{})})
+}
+
+// TestHandlerWithoutIndexAnswersAlike: a Handler built with a governor
+// only (no store to index, as the MCP server may build one) lists through
+// the governor and ranks what it listed, and answers what a Handler
+// reading through the index does.
+func TestHandlerWithoutIndexAnswersAlike(t *testing.T) {
+	ctx := context.Background()
+	gov, indexed := applyingHandler(t, store.Options{NoSync: true})
+	bare := New(Options{Gov: gov})
+	if bare.index != nil {
+		t.Fatal("a handler without a store has an index")
+	}
+	for i, s := range []string{"likes green tea", "tea in the morning", "hiking the alps", "tea and alps", "ramen"} {
+		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, Scope: memory.Scope{UserID: fmt.Sprintf("u%d", i%2)}, Summary: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compared := 0
+	for _, fs := range []string{`{"user_id": "u0"}`, `{"OR": [{"user_id": "u0"}, {"user_id": "u1"}]}`, `{"user_id": "u1", "keywords": "tea"}`} {
+		f, err := parseFilters([]byte(fs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"tea", "alps", "zebra"} {
+			p := searchParams{query: q, filter: f, topK: 10}
+			got, err1 := bare.search(ctx, p)
+			want, err2 := indexed.search(ctx, p)
+			g, _ := json.Marshal(got)
+			w, _ := json.Marshal(want)
+			if err1 != nil || err2 != nil || string(g) != string(w) {
+				t.Fatalf("filters %s, query %q: without an index %s (%v), with %s (%v)", fs, q, g, err1, w, err2)
+			}
+			compared += len(want)
+		}
+		got, err1 := bare.list(ctx, f)
+		want, err2 := indexed.list(ctx, f)
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		if err1 != nil || err2 != nil || string(g) != string(w) {
+			t.Fatalf("list %s: without an index %s (%v), with %s (%v)", fs, g, err1, w, err2)
+		}
+	}
+	if compared == 0 {
+		t.Fatal("no search found anything: nothing compared")
+	}
 }

@@ -5,60 +5,25 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
 // searchByList is the search as it was before it scored from the index of
 // active records: list and decode every record in scope, tokenize each,
-// score, sort everything. TestSearchMatchesTheListedSearch holds search to
-// its results.
+// score, sort everything (search.Rank). TestSearchMatchesTheListedSearch
+// holds search to its results.
 func searchByList(ctx context.Context, gov *memory.Governor, p searchParams) ([]memoryJSON, error) {
 	recs, err := gov.List(ctx, memory.ListFilter{Scope: p.filter.scope()})
 	if err != nil {
 		return nil, err
 	}
-	kept := recs[:0]
-	for _, r := range recs {
-		if r.Status == memory.StatusActive && p.filter.match(r) {
-			kept = append(kept, r)
-		}
-	}
-	docs := make([][]string, len(kept))
-	for i, r := range kept {
-		docs[i] = tokenize(r.Summary)
-	}
-	raw, rel := bm25(tokenize(p.query), docs)
-	order := make([]int, len(kept))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		i, j := order[a], order[b]
-		if raw[i] != raw[j] {
-			return raw[i] > raw[j]
-		}
-		return newer(kept[i], kept[j])
-	})
-	out := []memoryJSON{}
-	for _, i := range order {
-		if len(out) >= p.topK {
-			break
-		}
-		if rel[i] < p.threshold {
-			continue
-		}
-		m := toMemory(kept[i])
-		score := rel[i]
-		m.Score = &score
-		out = append(out, m)
-	}
-	return out, nil
+	return toHits(search.Rank(recs, search.Query{Text: p.query, Filter: p.filter.ast, TopK: p.topK, Threshold: p.threshold})), nil
 }
 
 // TestSearchMatchesTheListedSearch compares search with searchByList on a
@@ -89,7 +54,7 @@ func TestSearchMatchesTheListedSearch(t *testing.T) {
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 	})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: park, Now: clock})
-	h := New(Options{Gov: gov, Events: NewEventLog(st)})
+	h := New(Options{Gov: gov, Events: NewEventLog(st), Search: search.New(st, search.Options{})})
 
 	vocab := []string{"tea", "teas", "Tea", "cities", "city", "glass", "bus", "the", "a", "user's", "don't", "s",
 		"ramen", "RAMEN", "hiking", "alps", "café", "naïve", "项目", "猫", "wait", "v2", "2026", "it’s", "ramen,", "(tea)"}
@@ -185,46 +150,5 @@ func TestSearchMatchesTheListedSearch(t *testing.T) {
 	}
 	if compared == 0 {
 		t.Fatal("no search returned anything: the test compares nothing")
-	}
-}
-
-// TestAddTextCountsAsTokenize: the ASCII path of addText counts what
-// tokenize would produce.
-func TestAddTextCountsAsTokenize(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	alphabet := "abcsitueyABCSIY019 '’.,-_\t\x00é猫"
-	runes := []rune(alphabet)
-	for range 5000 {
-		var b strings.Builder
-		for range rng.IntN(40) {
-			b.WriteRune(runes[rng.IntN(len(runes))])
-		}
-		for _, w := range []string{"cities", "ies", "buses", "glass", "its", "status", "bus", "the", "s", "t"} {
-			if rng.IntN(4) == 0 {
-				b.WriteString(" " + w)
-			}
-		}
-		s := b.String()
-		toks := tokenize(s)
-		terms := uniq(append(append([]string{}, toks...), "zzz"))
-		a, c := newBM25Corpus(terms), newBM25Corpus(terms)
-		a.addText(s)
-		c.addTokens(toks)
-		if fmt.Sprint(a.lens, a.tf) != fmt.Sprint(c.lens, c.tf) {
-			t.Fatalf("addText(%q): lengths %v counts %v; tokenize gives %q: %v %v", s, a.lens, a.tf, toks, c.lens, c.tf)
-		}
-	}
-}
-
-func TestIsStopword(t *testing.T) {
-	for w := range stopwords {
-		if !isStopword([]byte(w)) {
-			t.Errorf("isStopword(%q) = false", w)
-		}
-	}
-	for _, w := range []string{"", "x", "tea", "user", "thee", "yourss", "ab", "remembers", "whose", "those1"} {
-		if isStopword([]byte(w)) != stopwords[w] {
-			t.Errorf("isStopword(%q) = %v, want %v", w, !stopwords[w], stopwords[w])
-		}
 	}
 }

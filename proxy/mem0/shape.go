@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
 )
 
 // memoryJSON is a memory as Mem0 answers it. Its id is the slot's stable
@@ -48,14 +49,6 @@ func optional(s string) *string {
 
 func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// updatedAt is when a version took effect (activation), else its creation.
-func updatedAt(r *memory.Record) time.Time {
-	if !r.ActivatedAt.IsZero() {
-		return r.ActivatedAt
-	}
-	return r.CreatedAt
-}
-
 // toMemory shapes a record. Mem0 categories are topical labels; memgate's
 // topic is the record's layer (knowledge, preference, state, ...).
 func toMemory(r *memory.Record) memoryJSON {
@@ -63,7 +56,7 @@ func toMemory(r *memory.Record) memoryJSON {
 		UserID: optional(r.Scope.UserID), AgentID: optional(r.Scope.AgentID), AppID: optional(r.Scope.AppID),
 		RunID: optional(r.Scope.RunID), SessionID: optional(r.Scope.RunID),
 		Metadata: r.Metadata, Categories: []string{string(r.Layer)},
-		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(updatedAt(r)),
+		CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(search.UpdatedAt(r)),
 		LifecycleState: string(r.Status),
 		Memgate:        memgateJSON{RecordID: r.ID, Layer: r.Layer, Status: string(r.Status), RiskLevel: r.RiskLevel}}
 }
@@ -141,7 +134,7 @@ func toHistory(slotID string, versions []*memory.Record) []historyJSON {
 		h := historyJSON{ID: r.ID, MemoryID: slotID, Input: []Message{}, OldMemory: texts[r.Supersedes], Event: eventAdd,
 			UserID: optional(r.Scope.UserID), AgentID: optional(r.Scope.AgentID), AppID: optional(r.Scope.AppID),
 			SessionID: optional(r.Scope.RunID), Categories: []string{string(r.Layer)}, Metadata: r.Metadata,
-			CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(updatedAt(r)), Status: string(r.Status)}
+			CreatedAt: timestamp(r.CreatedAt), UpdatedAt: timestamp(search.UpdatedAt(r)), Status: string(r.Status)}
 		if r.Evidence.Excerpt != "" {
 			h.Input = append(h.Input, Message{Role: "user", Content: r.Evidence.Excerpt})
 		}

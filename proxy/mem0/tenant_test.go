@@ -110,7 +110,7 @@ func TestMem0TenantsCannotCross(t *testing.T) {
 func TestEveryAgentRouteNeedsAKey(t *testing.T) {
 	e := tenantEnv(t)
 	mux := http.NewServeMux()
-	(&proxy.Native{Gov: e.gov, Keys: e.h.keys}).Register(mux)
+	(&proxy.Native{Gov: e.gov, Search: e.h.index, Keys: e.h.keys}).Register(mux)
 	e.h.Register(mux)
 	e.srv.Config.Handler = mux
 	routes := []struct{ method, path string }{

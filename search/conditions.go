@@ -1,4 +1,4 @@
-package mem0
+package search
 
 import (
 	"fmt"
@@ -9,11 +9,13 @@ import (
 	"github.com/memgate/memgate/memory"
 )
 
-// The conditions a filters document compiles to, one constructor per kind
-// of field: entity ids, times, categories, text and metadata.
+// The conditions a Filter's leaves compile to, one constructor per kind of
+// field: ids, times, categories, text and metadata.
 
-func entityCond(field string) condFunc {
-	get := entityOf[field]
+// condFunc compiles one operator and its operand on a field.
+type condFunc func(op string, arg any) (func(*memory.Record) bool, error)
+
+func idCond(get func(*memory.Record) string) condFunc {
 	return func(op string, arg any) (func(*memory.Record) bool, error) {
 		if op == "*" {
 			return func(r *memory.Record) bool { return get(r) != "" }, nil
@@ -29,7 +31,7 @@ func entityCond(field string) condFunc {
 		}
 		s, ok := arg.(string)
 		if !ok {
-			return nil, fmt.Errorf("%s needs a string, not %s", op, describe(arg))
+			return nil, fmt.Errorf("%s needs a string, not %s", op, Describe(arg))
 		}
 		switch op {
 		case "eq":
@@ -90,7 +92,7 @@ func timeRange(arg any) (from, to time.Time, err error) {
 		}
 		return from, to, fmt.Errorf("%q is not a date (YYYY-MM-DD) or an RFC 3339 time", s)
 	}
-	return from, to, fmt.Errorf("a time must be a date string or Unix seconds, not %s", describe(arg))
+	return from, to, fmt.Errorf("a time must be a date string or Unix seconds, not %s", Describe(arg))
 }
 
 // categoriesCond matches the memory's categories (memgate: its layer).
@@ -126,7 +128,7 @@ func categoriesCond(op string, arg any) (func(*memory.Record) bool, error) {
 	}
 	s, ok := arg.(string)
 	if !ok {
-		return nil, fmt.Errorf("%s needs a string, not %s", op, describe(arg))
+		return nil, fmt.Errorf("%s needs a string, not %s", op, Describe(arg))
 	}
 	s = strings.ToLower(s)
 	switch op {
@@ -156,7 +158,7 @@ func textCond(op string, arg any) (func(*memory.Record) bool, error) {
 	}
 	s, ok := arg.(string)
 	if !ok {
-		return nil, fmt.Errorf("%s needs a string, not %s", op, describe(arg))
+		return nil, fmt.Errorf("%s needs a string, not %s", op, Describe(arg))
 	}
 	ls := strings.ToLower(s)
 	switch op {
@@ -190,7 +192,7 @@ func metadataCond(key string) condFunc {
 		case "in", "nin":
 			items, ok := arg.([]any)
 			if !ok {
-				return nil, fmt.Errorf("%s needs an array, not %s", op, describe(arg))
+				return nil, fmt.Errorf("%s needs an array, not %s", op, Describe(arg))
 			}
 			want := op == "in"
 			return func(r *memory.Record) bool {
@@ -205,7 +207,7 @@ func metadataCond(key string) condFunc {
 		case "contains", "icontains":
 			s, ok := arg.(string)
 			if !ok {
-				return nil, fmt.Errorf("%s needs a string, not %s", op, describe(arg))
+				return nil, fmt.Errorf("%s needs a string, not %s", op, Describe(arg))
 			}
 			fold := op == "icontains"
 			return func(r *memory.Record) bool { v, _ := get(r); return containsValue(v, s, fold) }, nil
@@ -213,7 +215,7 @@ func metadataCond(key string) condFunc {
 			switch arg.(type) {
 			case float64, string:
 			default:
-				return nil, fmt.Errorf("%s needs a number or a string, not %s", op, describe(arg))
+				return nil, fmt.Errorf("%s needs a number or a string, not %s", op, Describe(arg))
 			}
 			return func(r *memory.Record) bool {
 				v, _ := get(r)
@@ -276,20 +278,22 @@ func compare(a, b any) (int, bool) {
 func stringSet(arg any) (map[string]bool, error) {
 	items, ok := arg.([]any)
 	if !ok {
-		return nil, fmt.Errorf("in needs an array of strings, not %s", describe(arg))
+		return nil, fmt.Errorf("in needs an array of strings, not %s", Describe(arg))
 	}
 	set := make(map[string]bool, len(items))
 	for _, it := range items {
 		s, ok := it.(string)
 		if !ok {
-			return nil, fmt.Errorf("in needs an array of strings, not one holding %s", describe(it))
+			return nil, fmt.Errorf("in needs an array of strings, not one holding %s", Describe(it))
 		}
 		set[s] = true
 	}
 	return set, nil
 }
 
-func describe(v any) string {
+// Describe names the JSON type of v (as encoding/json decodes it into an
+// any), for error messages.
+func Describe(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"

@@ -1,13 +1,9 @@
-package mem0
+package search
 
-import (
-	"strings"
+import "strings"
 
-	"github.com/memgate/memgate/memory"
-)
-
-// chunkTerms is what BM25 needs of the entries of one chunk of a part of
-// the store's cache of the index (memory.ActivePart), laid out flat so a
+// chunkTerms is what BM25 needs of the entries of one chunk of a part
+// (partView), laid out flat so a
 // search scans arrays instead of chasing each entry's memo: each
 // document's length and its distinct terms, from start[d] to start[d+1] in
 // the term arrays: a hash of each (most comparisons with a query term fail
@@ -18,7 +14,7 @@ import (
 // of its first slot and its length tell whether the chunk in the memo is
 // this one: after a write, only the chunk it changed is laid out again.
 type chunkTerms struct {
-	chunk  []*memory.ActiveEntry // kept, so its address is not reused
+	chunk  []*entry // kept, so its address is not reused
 	lens   []int
 	total  int
 	start  []int32 // by document, and one more
@@ -33,18 +29,14 @@ type chunkTerms struct {
 type chunkTermsKey struct{}
 
 // chunkTermsOf returns a chunk's terms, counting them on first use.
-func chunkTermsOf(c []*memory.ActiveEntry) *chunkTerms {
-	if ct, ok := c[0].Memo.Load(chunkTermsKey{}).(*chunkTerms); ok && len(ct.chunk) == len(c) && &ct.chunk[0] == &c[0] {
+func chunkTermsOf(c []*entry) *chunkTerms {
+	if ct, ok := c[0].memo.load(chunkTermsKey{}).(*chunkTerms); ok && len(ct.chunk) == len(c) && &ct.chunk[0] == &c[0] {
 		return ct
 	}
 	terms := make([]*docTerms, len(c))
 	nt, nb := 0, 0 // terms, bytes of their text
 	for i, e := range c {
-		d, ok := e.Memo.Load(docTermsKey{}).(*docTerms)
-		if !ok {
-			d = newDocTerms(e.Summary)
-			e.Memo.Store(docTermsKey{}, d)
-		}
+		d := docTermsOf(e)
 		terms[i] = d
 		nt += len(d.terms)
 		for _, t := range d.terms {
@@ -68,15 +60,15 @@ func chunkTermsOf(c []*memory.ActiveEntry) *chunkTerms {
 		ct.start = append(ct.start, int32(len(ct.hashes)))
 	}
 	ct.text = text.String()
-	c[0].Memo.Store(chunkTermsKey{}, ct)
+	c[0].memo.store(chunkTermsKey{}, ct)
 	return ct
 }
 
 // partTerms is what BM25 needs of every entry of a part: its documents in
 // order and each chunk's terms. It is kept in the part's memo, which the
-// store renews when the part changes.
+// index renews when the part changes.
 type partTerms struct {
-	docs   []*memory.ActiveEntry
+	docs   []*entry
 	chunks []*chunkTerms
 	lens   []int
 	total  int
@@ -86,13 +78,13 @@ type partTerms struct {
 type partTermsKey struct{}
 
 // partTermsOf returns the part's terms, counting what changed on first use.
-func partTermsOf(part memory.ActivePart) *partTerms {
-	if pt, ok := part.Memo.Load(partTermsKey{}).(*partTerms); ok {
+func partTermsOf(part partView) *partTerms {
+	if pt, ok := part.memo.load(partTermsKey{}).(*partTerms); ok {
 		return pt
 	}
-	pt := &partTerms{docs: part.Entries()}
+	pt := &partTerms{docs: part.entries()}
 	pt.lens = make([]int, 0, len(pt.docs))
-	for _, c := range part.Chunks {
+	for _, c := range part.chunks {
 		if len(c) == 0 {
 			continue
 		}
@@ -101,7 +93,7 @@ func partTermsOf(part memory.ActivePart) *partTerms {
 		pt.lens = append(pt.lens, ct.lens...)
 		pt.total += ct.total
 	}
-	part.Memo.Store(partTermsKey{}, pt)
+	part.memo.store(partTermsKey{}, pt)
 	return pt
 }
 
@@ -176,34 +168,4 @@ func masked(hs []uint32, i int, mask uint64) int {
 		}
 	}
 	return i
-}
-
-// selectsScope reports whether f lets through exactly the records whose
-// entity ids are s's non-empty ones: a conjunction of equalities on entity
-// ids that agree with s. The search may then take a cached part of the
-// index as it is, untested.
-func selectsScope(f *filter, s memory.Scope) bool {
-	switch f.kind {
-	case kindAnd:
-		for _, k := range f.kids {
-			if !selectsScope(k, s) {
-				return false
-			}
-		}
-		return true
-	case kindLeaf:
-		switch {
-		case f.eq == "":
-			return false
-		case f.field == "user_id":
-			return f.eq == s.UserID
-		case f.field == "agent_id":
-			return f.eq == s.AgentID
-		case f.field == "app_id":
-			return f.eq == s.AppID
-		case f.field == "run_id":
-			return f.eq == s.RunID
-		}
-	}
-	return false
 }

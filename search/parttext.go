@@ -1,18 +1,18 @@
-package memory
+package search
 
 import (
 	"slices"
 	"strings"
 )
 
-// partText is the lower-case summaries of the entries of a cached part
-// (ActivePart) joined by newlines: List finds the entries holding a word
+// partText is the lower-case summaries of the entries of a part
+// (partView) joined by newlines: List finds the entries holding a word
 // with strings.Index over all of them, which skips the entries without it
 // far faster than testing each. A word (strings.Fields) holds no newline,
 // so no match spans two entries. It is kept in the part's memo, which the
-// store renews when the part changes.
+// index renews when the part changes.
 type partText struct {
-	entries []*ActiveEntry
+	entries []*entry
 	text    string
 	ends    []int // by entry: where its text ends
 }
@@ -20,39 +20,31 @@ type partText struct {
 // partTextKey keys partText in a part's memo.
 type partTextKey struct{}
 
-func partTextOf(part ActivePart) *partText {
-	if pt, ok := part.Memo.Load(partTextKey{}).(*partText); ok {
+func partTextOf(part partView) *partText {
+	if pt, ok := part.memo.load(partTextKey{}).(*partText); ok {
 		return pt
 	}
-	pt := &partText{entries: part.Entries()}
+	pt := &partText{entries: part.entries()}
 	n := 0
 	for _, e := range pt.entries {
-		n += len(lower(e)) + 1
+		n += len(e.text()) + 1
 	}
 	var b strings.Builder
 	b.Grow(n)
 	pt.ends = make([]int, len(pt.entries))
 	for i, e := range pt.entries {
-		b.WriteString(lower(e))
+		b.WriteString(e.text())
 		pt.ends[i] = b.Len()
 		b.WriteByte('\n')
 	}
 	pt.text = b.String()
-	part.Memo.Store(partTextKey{}, pt)
+	part.memo.store(partTextKey{}, pt)
 	return pt
-}
-
-// lower is the entry's summary in lower case.
-func lower(e *ActiveEntry) string {
-	if e.Lower == "" {
-		return strings.ToLower(e.Summary)
-	}
-	return e.Lower
 }
 
 // holding calls fn with each entry whose text holds w, in order, until fn
 // returns false.
-func (pt *partText) holding(w string, fn func(*ActiveEntry) bool) {
+func (pt *partText) holding(w string, fn func(*entry) bool) {
 	for at := 0; at < len(pt.text); {
 		k := strings.Index(pt.text[at:], w)
 		if k < 0 {

@@ -1,4 +1,4 @@
-package store
+package search
 
 import (
 	"context"
@@ -13,43 +13,55 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/store"
 )
 
-// checkActiveCache compares every part the store's cache holds with a
-// fresh scan of Badger: a commit path that forgets to tell the cache of a
-// change of the index shows here.
-func checkActiveCache(st *Store) error {
-	c := st.cache
-	if err := checkCacheBytes(c); err != nil {
+// checkIndex compares every part the index holds with a fresh scan of the
+// store's index in an aligned snapshot: a commit path that forgets to hand
+// a change of the index to the feed shows here.
+func checkIndex(x *Index) error {
+	if err := checkCacheBytes(x); err != nil {
 		return err
 	}
-	c.mu.RLock()
-	parts := map[string][]*memory.ActiveEntry{}
-	for k, p := range c.parts {
-		if !p.loading {
-			parts[k] = p.snapshot().Entries()
+	parts := map[string][]*entry{}
+	ctx := context.Background()
+	return x.st.ViewAligned(ctx, func() {
+		x.mu.RLock()
+		defer x.mu.RUnlock()
+		for k, p := range x.parts {
+			if !p.loading {
+				parts[k] = p.view().entries()
+			}
 		}
-	}
-	c.mu.RUnlock()
-	txn := st.db.NewTransaction(false)
-	defer txn.Discard()
-	for pk, got := range parts {
-		var want []*memory.ActiveEntry
-		err := scanActiveIndex(context.Background(), txn, pk, func(e *memory.ActiveEntry, _ uint64) bool {
-			want = append(want, e)
-			return true
-		})
-		if err != nil {
-			return err
+	}, func(sn *store.Snapshot) error {
+		for pk, got := range parts {
+			var want []*entry
+			subject, scope := partSelection(pk)
+			err := sn.ScanActiveIndex(ctx, subject, scope, func(e store.ActiveEntry, _ uint64) bool {
+				want = append(want, newEntry(e, true))
+				return true
+			})
+			if err != nil {
+				return err
+			}
+			if err := sameEntries(pk, got, want); err != nil {
+				return err
+			}
 		}
+		return nil
+	})
+}
+
+func sameEntries(pk string, got, want []*entry) error {
+	{
 		if len(got) != len(want) {
 			return fmt.Errorf("part %q: %d entries cached, %d in Badger\ncached %v\nBadger %v", pk, len(got), len(want), ids(got), ids(want))
 		}
 		for i := range got {
 			g, w := got[i], want[i]
 			if g.ID != w.ID || g.SubjectID != w.SubjectID || g.Layer != w.Layer || g.Scope != w.Scope ||
-				g.Summary != w.Summary || g.Lower != w.Lower || !g.CreatedAt.Equal(w.CreatedAt) || !g.ActivatedAt.Equal(w.ActivatedAt) {
-				return fmt.Errorf("part %q, entry %d: cached %+v, Badger %+v", pk, i, *g, *w)
+				g.Summary != w.Summary || g.lower != w.lower || !g.CreatedAt.Equal(w.CreatedAt) || !g.ActivatedAt.Equal(w.ActivatedAt) {
+				return fmt.Errorf("part %q, entry %d: cached %+v, Badger %+v", pk, i, g.ActiveEntry, w.ActiveEntry)
 			}
 		}
 	}
@@ -57,7 +69,7 @@ func checkActiveCache(st *Store) error {
 }
 
 // checkCacheBytes holds the sizes the cache counts to its entries'.
-func checkCacheBytes(c *activeCache) error {
+func checkCacheBytes(c *Index) error {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	var total int64
@@ -80,30 +92,32 @@ func checkCacheBytes(c *activeCache) error {
 	return nil
 }
 
-// TestActiveCacheLoadReplaysWhatCameMeanwhile registers a part as loading,
+// TestIndexLoadReplaysWhatCameMeanwhile registers a part as loading,
 // has a commit return meanwhile (one newer than the load's snapshot, made
 // up), and finds it in the part once loaded, sizes counted once.
-func TestActiveCacheLoadReplaysWhatCameMeanwhile(t *testing.T) {
-	st, gov := applyingGovernor(t, Options{InMemory: true})
+func TestIndexLoadReplaysWhatCameMeanwhile(t *testing.T) {
+	x, gov := applyingGovernor(t, store.Options{InMemory: true}, Options{})
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", Summary: fmt.Sprint("stored ", i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c := st.cache
-	p := &activePart{key: partKey("s", memory.Scope{}), loading: true, done: make(chan struct{})}
+	c := x
+	p := &part{key: partKey("s", memory.Scope{}), loading: true, done: make(chan struct{})}
 	c.mu.Lock()
 	c.parts[p.key] = p
 	c.mu.Unlock()
 	later := uint64(1 << 40) // read after anything the load's snapshot holds
-	c.begin(later)
-	c.end(later, []activeChange{{subject: "s", id: "zz-later", active: true, layer: memory.LayerKnowledge, summary: "came meanwhile"}}, true, false)
-	part, ok, err := c.load(ctx, p)
+	c.Begin(later)
+	c.End(later, []store.ActiveChange{{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: "zz-later", Layer: memory.LayerKnowledge,
+		Summary: "came meanwhile"}, Active: true}}, store.Committed)
+	ok, err := c.fill(ctx, p)
 	if err != nil || !ok {
 		t.Fatalf("load: %v, %v", ok, err)
 	}
-	es := part.Entries()
+	pv, _ := c.ready(p.key)
+	es := pv.entries()
 	if len(es) != 4 || es[3].ID != "zz-later" {
 		t.Fatalf("loaded %v, want the 3 stored and the one that came meanwhile", ids(es))
 	}
@@ -112,7 +126,7 @@ func TestActiveCacheLoadReplaysWhatCameMeanwhile(t *testing.T) {
 	}
 }
 
-func ids(es []*memory.ActiveEntry) []string {
+func ids(es []*entry) []string {
 	var out []string
 	for _, e := range es {
 		out = append(out, e.ID)
@@ -131,14 +145,14 @@ func seqPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, erro
 	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
 }
 
-// TestActiveCacheFollowsEveryCommitPath runs random sequences of every
+// TestIndexFollowsEveryCommitPath runs random sequences of every
 // governor operation that changes the active layer (submit applying,
 // parking or rejecting, delete, approve in both modes, reject, rollback
 // with and without cascade, quarantine of a run, restore of a subject)
 // and, after each, holds every cached part to Badger and List to what
 // History says is active. Parts are loaded before the sequence and in its
 // middle; a small budget makes them come and go.
-func TestActiveCacheFollowsEveryCommitPath(t *testing.T) {
+func TestIndexFollowsEveryCommitPath(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		budget int64
@@ -149,11 +163,12 @@ func TestActiveCacheFollowsEveryCommitPath(t *testing.T) {
 		{"budget for a few parts", 48 << 10, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := Open(Options{Dir: t.TempDir(), NoSync: true, ActiveCacheBytes: tc.budget})
+			st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer st.Close()
+			x := New(st, Options{Budget: tc.budget})
 			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(seqPolicy), Outbox: true, BatchSlots: 3})
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(tc.seed, 0))
@@ -165,12 +180,12 @@ func TestActiveCacheFollowsEveryCommitPath(t *testing.T) {
 			done := map[string]int{}
 			query := func() {
 				for _, s := range subjects {
-					if _, err := gov.List(ctx, memory.ListFilter{SubjectID: s}); err != nil {
+					if _, err := list(ctx, x, memory.ListFilter{SubjectID: s}); err != nil {
 						t.Fatal(err)
 					}
 				}
 				for _, u := range users {
-					if _, err := gov.List(ctx, memory.ListFilter{Scope: memory.Scope{UserID: u}}); err != nil {
+					if _, err := list(ctx, x, memory.ListFilter{Scope: memory.Scope{UserID: u}}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -270,11 +285,11 @@ func TestActiveCacheFollowsEveryCommitPath(t *testing.T) {
 				if step == 150 {
 					query() // parts evicted meanwhile load again
 				}
-				if err := checkActiveCache(st); err != nil {
+				if err := checkIndex(x); err != nil {
 					t.Fatalf("after %s: %v\nsteps:\n%s", what, err, strings.Join(log, "\n"))
 				}
 				if step%10 == 0 {
-					checkListsActive(t, gov, records, subjects, users)
+					checkListsActive(t, gov, x, records, subjects, users)
 				}
 				if err == nil {
 					done[strings.Fields(what)[0]]++
@@ -291,7 +306,7 @@ func TestActiveCacheFollowsEveryCommitPath(t *testing.T) {
 
 // checkListsActive holds List of each subject and user to the records
 // whose own status is active.
-func checkListsActive(t *testing.T, gov *memory.Governor, records, subjects, users []string) {
+func checkListsActive(t *testing.T, gov *memory.Governor, x *Index, records, subjects, users []string) {
 	t.Helper()
 	ctx := context.Background()
 	var active []*memory.Record
@@ -312,7 +327,7 @@ func checkListsActive(t *testing.T, gov *memory.Governor, records, subjects, use
 		filters = append(filters, memory.ListFilter{Scope: memory.Scope{UserID: u}}, memory.ListFilter{Scope: memory.Scope{UserID: u}, Query: "apply"})
 	}
 	for _, f := range filters {
-		got, err := gov.List(ctx, f)
+		got, err := list(ctx, x, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,48 +350,48 @@ func checkListsActive(t *testing.T, gov *memory.Governor, records, subjects, use
 	}
 }
 
-// TestCheckActiveCacheSeesABypass makes sure the check above would catch
+// TestCheckIndexSeesABypass makes sure the check above would catch
 // a commit path that changes the index without telling the cache.
-func TestCheckActiveCacheSeesABypass(t *testing.T) {
-	st, gov := applyingGovernor(t, Options{InMemory: true})
+func TestCheckIndexSeesABypass(t *testing.T) {
+	x, gov := applyingGovernor(t, store.Options{InMemory: true}, Options{})
 	ctx := context.Background()
 	res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", Summary: "kept"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gov.List(ctx, memory.ListFilter{SubjectID: "s"}); err != nil {
+	if _, err := list(ctx, x, memory.ListFilter{SubjectID: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkActiveCache(st); err != nil {
+	if err := checkIndex(x); err != nil {
 		t.Fatal(err)
 	}
-	err = st.DB().Update(func(txn *badger.Txn) error { return txn.Delete(key("a/", "s", res.Record.ID)) })
+	err = x.st.DB().Update(func(txn *badger.Txn) error { return txn.Delete([]byte("a/s\x00" + res.Record.ID)) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if checkActiveCache(st) == nil {
+	if checkIndex(x) == nil {
 		t.Fatal("a change of the index behind the cache's back went unseen")
 	}
 }
 
-// TestActiveCacheOrdersChanges feeds the cache commits returning in an
+// TestIndexOrdersChanges feeds the cache commits returning in an
 // order other than their commit order, and parts loading meanwhile: what
 // a later commit set or removed stays, whatever arrives after it.
-func TestActiveCacheOrdersChanges(t *testing.T) {
-	set := func(id, summary string) activeChange {
-		return activeChange{subject: "s", id: id, active: true, layer: memory.LayerKnowledge, summary: summary,
-			scope: memory.Scope{UserID: "u"}}
+func TestIndexOrdersChanges(t *testing.T) {
+	set := func(id, summary string) store.ActiveChange {
+		return store.ActiveChange{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: id, Layer: memory.LayerKnowledge, Summary: summary,
+			Scope: memory.Scope{UserID: "u"}}, Active: true}
 	}
-	del := func(id string) activeChange {
-		return activeChange{subject: "s", id: id, scope: memory.Scope{UserID: "u"}}
+	del := func(id string) store.ActiveChange {
+		return store.ActiveChange{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: id, Scope: memory.Scope{UserID: "u"}}}
 	}
 	type event struct {
-		begin  bool // else end (committed)
-		readTs uint64
-		ch     []activeChange
+		begin   bool // else end (committed)
+		version uint64
+		ch      []store.ActiveChange
 	}
-	b := func(ts uint64) event { return event{begin: true, readTs: ts} }
-	e := func(ts uint64, ch ...activeChange) event { return event{readTs: ts, ch: ch} }
+	b := func(v uint64) event { return event{begin: true, version: v} }
+	e := func(v uint64, ch ...store.ActiveChange) event { return event{version: v, ch: ch} }
 	for _, tc := range []struct {
 		name   string
 		events []event
@@ -384,7 +399,7 @@ func TestActiveCacheOrdersChanges(t *testing.T) {
 	}{
 		{"in order", []event{b(1), e(1, set("a", "one")), b(3), e(3, del("a"), set("b", "two"))}, []string{"b=two"}},
 		{"a removal arriving before the set it follows",
-			// t1 read at 1 and set a; t2 read at 5 (after t1 committed) and removed it; t2 returns first.
+			// t1 (version 1) set a; t2 (version 5: it read after t1 committed) removed it; t2 returns first.
 			[]event{b(1), b(5), e(5, del("a")), e(1, set("a", "one"))}, nil},
 		{"an older set arriving after a newer one",
 			[]event{b(1), b(5), e(5, set("a", "new")), e(1, set("a", "old"))}, []string{"a=new"}},
@@ -393,14 +408,14 @@ func TestActiveCacheOrdersChanges(t *testing.T) {
 		{"a set and a removal in one commit", []event{b(2), e(2, set("a", "one"), del("a"), set("a", "two"))}, []string{"a=two"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newActiveCache(nil, 1<<20)
-			p := &activePart{key: "s" + sep + "s", memo: new(memory.Memo)}
+			c := newBareIndex(1 << 20)
+			p := &part{key: "s\x00s", memo: new(memo)}
 			c.parts[p.key] = p
 			for _, ev := range tc.events {
 				if ev.begin {
-					c.begin(ev.readTs)
+					c.Begin(ev.version)
 				} else {
-					c.end(ev.readTs, ev.ch, true, false)
+					c.End(ev.version, ev.ch, store.Committed)
 				}
 			}
 			var got []string
@@ -417,17 +432,17 @@ func TestActiveCacheOrdersChanges(t *testing.T) {
 	}
 }
 
-// TestActiveCacheConcurrentWriters has writers on one subject and one
+// TestIndexConcurrentWriters has writers on one subject and one
 // user, each reading its own writes through List right after they return
 // (read-your-writes through the cache), while readers list and parts load,
 // then holds the cache to Badger.
-func TestActiveCacheConcurrentWriters(t *testing.T) {
-	st, gov := applyingGovernor(t, Options{Dir: t.TempDir(), GroupCommit: true})
+func TestIndexConcurrentWriters(t *testing.T) {
+	x, gov := applyingGovernor(t, store.Options{Dir: t.TempDir(), GroupCommit: true}, Options{})
 	ctx := context.Background()
 	stop := make(chan struct{})
 	scope := memory.Scope{UserID: "u"}
 	count := func(f memory.ListFilter) int {
-		recs, err := gov.List(ctx, f)
+		recs, err := list(ctx, x, f)
 		if err != nil {
 			t.Error(err)
 		}
@@ -497,7 +512,7 @@ func TestActiveCacheConcurrentWriters(t *testing.T) {
 	writers.Wait()
 	close(stop)
 	readers.Wait()
-	if err := checkActiveCache(st); err != nil {
+	if err := checkIndex(x); err != nil {
 		t.Fatal(err)
 	}
 	if got := count(memory.ListFilter{SubjectID: "hot", Query: "v1"}); got != 4*15*2 {
@@ -505,20 +520,22 @@ func TestActiveCacheConcurrentWriters(t *testing.T) {
 	}
 }
 
-// TestActiveCacheAcrossRestart lists through the cache, reopens the store
+// TestIndexAcrossRestart lists through the cache, reopens the store
 // on disk and finds the same, then changes to the reopened store showing.
-func TestActiveCacheAcrossRestart(t *testing.T) {
+func TestIndexAcrossRestart(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
-	open := func() (*Store, *memory.Governor) {
-		st, err := Open(Options{Dir: dir})
+	var x *Index
+	open := func() (*store.Store, *memory.Governor) {
+		st, err := store.Open(store.Options{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
+		x = New(st, Options{})
 		return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	}
-	list := func(gov *memory.Governor, f memory.ListFilter) []string {
-		recs, err := gov.List(ctx, f)
+	listed := func(_ *memory.Governor, f memory.ListFilter) []string {
+		recs, err := list(ctx, x, f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -539,8 +556,8 @@ func TestActiveCacheAcrossRestart(t *testing.T) {
 		}
 		first = append(first, res.Record.ID)
 		if i == 5 {
-			list(gov, filters[0]) // parts loaded early, kept up to date after
-			list(gov, filters[1])
+			listed(gov, filters[0]) // parts loaded early, kept up to date after
+			listed(gov, filters[1])
 		}
 	}
 	if _, err := gov.Rollback(ctx, first[25], false, "t", "t"); err != nil {
@@ -548,9 +565,9 @@ func TestActiveCacheAcrossRestart(t *testing.T) {
 	}
 	before := map[int][]string{}
 	for i, f := range filters {
-		before[i] = list(gov, f)
+		before[i] = listed(gov, f)
 	}
-	if err := checkActiveCache(st); err != nil {
+	if err := checkIndex(x); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -559,26 +576,26 @@ func TestActiveCacheAcrossRestart(t *testing.T) {
 	st, gov = open()
 	defer st.Close()
 	for i, f := range filters {
-		if got := list(gov, f); !slices.Equal(got, before[i]) {
+		if got := listed(gov, f); !slices.Equal(got, before[i]) {
 			t.Fatalf("after restart List %+v = %v\nbefore %v", f, got, before[i])
 		}
 	}
 	if _, err := gov.Rollback(ctx, first[29], false, "t", "t"); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkActiveCache(st); err != nil {
+	if err := checkIndex(x); err != nil {
 		t.Fatal(err)
 	}
-	if got := list(gov, filters[0]); slices.Equal(got, before[0]) {
+	if got := listed(gov, filters[0]); slices.Equal(got, before[0]) {
 		t.Fatal("a rollback after the restart does not show")
 	}
 }
 
-// TestActiveCacheBudget keeps parts within the budget: the least recently
+// TestIndexBudget keeps parts within the budget: the least recently
 // used goes first, and a part larger than the whole budget is not kept,
 // its readers scanning Badger instead.
-func TestActiveCacheBudget(t *testing.T) {
-	st, gov := applyingGovernor(t, Options{InMemory: true, ActiveCacheBytes: 100 << 10}) // two parts of 40 entries, not one of 400
+func TestIndexBudget(t *testing.T) {
+	x, gov := applyingGovernor(t, store.Options{InMemory: true}, Options{Budget: 100 << 10}) // two parts of 40 entries, not one of 400
 	ctx := context.Background()
 	for subject, n := range map[string]int{"small-a": 40, "small-b": 40, "big": 400} {
 		for i := range n {
@@ -589,11 +606,11 @@ func TestActiveCacheBudget(t *testing.T) {
 		}
 	}
 	cached := func() []string {
-		st.cache.mu.RLock()
-		defer st.cache.mu.RUnlock()
+		x.mu.RLock()
+		defer x.mu.RUnlock()
 		var out []string
-		for k := range st.cache.parts {
-			out = append(out, strings.TrimPrefix(k, "s"+sep))
+		for k := range x.parts {
+			out = append(out, strings.TrimPrefix(k, "s\x00"))
 		}
 		slices.Sort(out)
 		return out
@@ -608,7 +625,7 @@ func TestActiveCacheBudget(t *testing.T) {
 		{"big", 400, []string{"small-a", "small-b"}}, // over budget: scanned, not kept
 		{"small-a", 40, []string{"small-a", "small-b"}},
 	} {
-		recs, err := gov.List(ctx, memory.ListFilter{SubjectID: step.subject})
+		recs, err := list(ctx, x, memory.ListFilter{SubjectID: step.subject})
 		if err != nil || len(recs) != step.want {
 			t.Fatalf("List %s: %d records, %v; want %d", step.subject, len(recs), err, step.want)
 		}
@@ -616,40 +633,41 @@ func TestActiveCacheBudget(t *testing.T) {
 			t.Fatalf("after listing %s the cache holds %v, want %v", step.subject, got, step.cached)
 		}
 	}
-	if st.cache.bytes > st.cache.budget {
-		t.Fatalf("%d bytes cached over a budget of %d", st.cache.bytes, st.cache.budget)
+	if x.bytes > x.budget {
+		t.Fatalf("%d bytes cached over a budget of %d", x.bytes, x.budget)
 	}
 	// Shrink the budget below both parts: the least recently used goes.
-	st.cache.mu.Lock()
-	st.cache.budget = st.cache.bytes - 1
-	st.cache.evict(nil)
-	st.cache.mu.Unlock()
+	x.mu.Lock()
+	x.budget = x.bytes - 1
+	x.evict(nil)
+	x.mu.Unlock()
 	if got := cached(); !slices.Equal(got, []string{"small-a"}) {
 		t.Fatalf("after eviction the cache holds %v, want the part listed last", got)
 	}
 }
 
-// BenchmarkActiveCacheCommit is what a commit that supersedes one active
+// BenchmarkIndexCommit is what a commit that supersedes one active
 // record (one entry removed, one set) adds to the write path: with no part
 // of it cached, and with its subject and its user cached at 10,000
 // entries each, read between writes (each change then copies the parts'
 // slices first).
-func BenchmarkActiveCacheCommit(b *testing.B) {
+func BenchmarkIndexCommit(b *testing.B) {
 	scope := memory.Scope{UserID: "u"}
 	for _, tc := range []struct {
 		name   string
 		cached bool
 	}{{"nothing cached", false}, {"subject and user of 10,000 cached, read between", true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			c := newActiveCache(nil, 1<<30)
+			c := newBareIndex(1 << 30)
 			if tc.cached {
 				for _, pk := range partKeys("s", scope) {
-					p := &activePart{key: pk}
-					var es []*memory.ActiveEntry
+					p := &part{key: pk}
+					var es []*entry
 					var vers []uint64
 					for i := range 10_000 {
 						id := fmt.Sprintf("r%06d", i)
-						es = append(es, newEntry(id, "s", memory.LayerKnowledge, scope, "a summary of some length "+id))
+						es = append(es, newEntry(store.ActiveEntry{ID: id, SubjectID: "s", Layer: memory.LayerKnowledge, Scope: scope,
+							Summary: "a summary of some length " + id}, true))
 						vers = append(vers, 1)
 					}
 					p.set(es, vers)
@@ -659,31 +677,31 @@ func BenchmarkActiveCacheCommit(b *testing.B) {
 			ts := uint64(10)
 			for i := 0; b.Loop(); i++ {
 				old, cur := fmt.Sprintf("r%06d", i%10_000), fmt.Sprintf("r%06d", (i+1)%10_000)
-				changes := []activeChange{
-					{subject: "s", id: old, scope: scope},
-					{subject: "s", id: cur, active: true, layer: memory.LayerKnowledge, scope: scope, summary: "a new summary"},
+				changes := []store.ActiveChange{
+					{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: old, Scope: scope}},
+					{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: cur, Layer: memory.LayerKnowledge, Scope: scope, Summary: "a new summary"}, Active: true},
 				}
-				c.begin(ts)
-				c.end(ts, changes, true, false)
+				c.Begin(ts)
+				c.End(ts, changes, store.Committed)
 				ts += 2
 				for _, p := range c.parts {
-					p.snapshot() // a reader between writes
+					p.view() // a reader between writes
 				}
 			}
 		})
 	}
 }
 
-// TestActivePartChunks changes a part at random, far past the size of a
+// TestPartChunks changes a part at random, far past the size of a
 // chunk, holds it to a plain map after each change, and checks that what
 // readers took earlier stays as they took it.
-func TestActivePartChunks(t *testing.T) {
+func TestPartChunks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	p := &activePart{key: "s" + sep + "s"}
+	p := &part{key: "s\x00s"}
 	p.set(nil, nil)
 	want := map[string]string{}
 	type held struct {
-		part memory.ActivePart
+		part partView
 		ids  []string
 	}
 	var snaps []held
@@ -691,20 +709,20 @@ func TestActivePartChunks(t *testing.T) {
 	for step := range 20_000 {
 		id := fmt.Sprintf("r%05d", rng.IntN(3000))
 		subject := []string{"a", "b"}[rng.IntN(2)]
-		ch := activeChange{subject: subject, id: id, active: rng.IntN(3) > 0, summary: fmt.Sprint(step)}
+		ch := store.ActiveChange{ActiveEntry: store.ActiveEntry{SubjectID: subject, ID: id, Summary: fmt.Sprint(step)}, Active: rng.IntN(3) > 0}
 		if step > 15_000 {
-			ch.active = rng.IntN(4) == 0 // mostly removals: chunks empty out
+			ch.Active = rng.IntN(4) == 0 // mostly removals: chunks empty out
 		}
 		ver++
 		p.apply(ver, &ch)
-		if ch.active {
-			want[subject+sep+id] = ch.summary
+		if ch.Active {
+			want[subject+"\x00"+id] = ch.Summary
 		} else {
-			delete(want, subject+sep+id)
+			delete(want, subject+"\x00"+id)
 		}
 		if rng.IntN(50) == 0 {
-			s := p.snapshot()
-			snaps = append(snaps, held{s, ids(s.Entries())})
+			s := p.view()
+			snaps = append(snaps, held{s, ids(s.entries())})
 		}
 		if step%500 != 0 {
 			continue
@@ -714,8 +732,8 @@ func TestActivePartChunks(t *testing.T) {
 			t.Fatalf("step %d: %d entries, want %d", step, len(got), len(want))
 		}
 		for i, e := range got {
-			if want[e.SubjectID+sep+e.ID] != e.Summary {
-				t.Fatalf("step %d: entry %s/%s holds %q, want %q", step, e.SubjectID, e.ID, e.Summary, want[e.SubjectID+sep+e.ID])
+			if want[e.SubjectID+"\x00"+e.ID] != e.Summary {
+				t.Fatalf("step %d: entry %s/%s holds %q, want %q", step, e.SubjectID, e.ID, e.Summary, want[e.SubjectID+"\x00"+e.ID])
 			}
 			if i > 0 && compareKey(got[i-1], e.SubjectID, e.ID) >= 0 {
 				t.Fatalf("step %d: entries out of order at %d", step, i)
@@ -727,7 +745,7 @@ func TestActivePartChunks(t *testing.T) {
 			}
 		}
 		for _, h := range snaps {
-			if !slices.Equal(ids(h.part.Entries()), h.ids) {
+			if !slices.Equal(ids(h.part.entries()), h.ids) {
 				t.Fatalf("step %d: a reader's entries changed under it", step)
 			}
 		}
@@ -737,69 +755,10 @@ func TestActivePartChunks(t *testing.T) {
 	}
 }
 
-// viewHookStore runs hook once, inside the next View, after the view's
-// snapshot is taken and before fn reads anything.
-type viewHookStore struct {
-	*Store
-	hook func()
-}
-
-func (h *viewHookStore) View(ctx context.Context, fn func(memory.ReadTx) error) error {
-	return h.Store.View(ctx, func(tx memory.ReadTx) error {
-		if f := h.hook; f != nil {
-			h.hook = nil
-			f()
-		}
-		return fn(tx)
-	})
-}
-
-// TestListSeesOneVersionWhileASlotIsSuperseded supersedes a slot's active
-// version between a List's snapshot and its read of the cached part: the
-// List must still return exactly one version of the slot, as a scan of one
-// snapshot does (DESIGN §1 rule 1, as readers see it).
-func TestListSeesOneVersionWhileASlotIsSuperseded(t *testing.T) {
-	for _, budget := range []int64{-1, 0} {
-		t.Run(fmt.Sprintf("cache budget %d", budget), func(t *testing.T) {
-			st, err := Open(Options{Dir: t.TempDir(), ActiveCacheBytes: budget})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
-			hs := &viewHookStore{Store: st}
-			gov := memory.NewGovernor(memory.Options{Store: hs, Classifier: memory.ClassifierFunc(groupPolicy)})
-			ctx := context.Background()
-			submit := func(s string) {
-				t.Helper()
-				if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerState, SubjectID: "s",
-					FactType: "publish.auto", Summary: s}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			submit("publish auto on")
-			if _, err := gov.List(ctx, memory.ListFilter{SubjectID: "s"}); err != nil { // loads the part
-				t.Fatal(err)
-			}
-			hs.hook = func() { submit("publish auto off") } // acknowledged after the List's snapshot
-			got, err := gov.List(ctx, memory.ListFilter{SubjectID: "s"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != 1 {
-				var sums []string
-				for _, r := range got {
-					sums = append(sums, r.Summary)
-				}
-				t.Fatalf("List saw %d active versions of the slot: %q", len(got), sums)
-			}
-		})
-	}
-}
-
 // TestListUnderConcurrentSupersedes keeps superseding one slot while
 // readers List its subject: every List must show exactly one version.
 func TestListUnderConcurrentSupersedes(t *testing.T) {
-	_, gov := applyingGovernor(t, Options{Dir: t.TempDir(), GroupCommit: true})
+	x, gov := applyingGovernor(t, store.Options{Dir: t.TempDir(), GroupCommit: true}, Options{})
 	ctx := context.Background()
 	for i := range 300 { // other records of the subject, so a List takes a while
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s",
@@ -834,7 +793,7 @@ func TestListUnderConcurrentSupersedes(t *testing.T) {
 	}()
 	bad := 0
 	for range 1500 {
-		got, err := gov.List(ctx, memory.ListFilter{SubjectID: "s", Layer: memory.LayerState})
+		got, err := list(ctx, x, memory.ListFilter{SubjectID: "s", Layer: memory.LayerState})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -858,14 +817,14 @@ func TestListUnderConcurrentSupersedes(t *testing.T) {
 // each leaves an empty part, and they must not grow the cache past its
 // bounds (the ids come from clients).
 func TestEmptyPartsStayWithinBounds(t *testing.T) {
-	st, gov := applyingGovernor(t, Options{Dir: t.TempDir(), ActiveCacheBytes: 64 << 10})
+	x, _ := applyingGovernor(t, store.Options{Dir: t.TempDir()}, Options{Budget: 64 << 10})
 	ctx := context.Background()
 	for i := range 2 * maxParts {
-		if _, err := gov.List(ctx, memory.ListFilter{Scope: memory.Scope{UserID: fmt.Sprintf("nobody-%d", i)}}); err != nil {
+		if _, err := list(ctx, x, memory.ListFilter{Scope: memory.Scope{UserID: fmt.Sprintf("nobody-%d", i)}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c := st.cache
+	c := x
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if len(c.parts) > maxParts || c.bytes > c.budget {
@@ -876,14 +835,34 @@ func TestEmptyPartsStayWithinBounds(t *testing.T) {
 	}
 }
 
-// applyingGovernor opens a store with o and a governor over it that
-// applies every write (groupPolicy); the store closes when the test ends.
-func applyingGovernor(t *testing.T, o Options) (*Store, *memory.Governor) {
-	t.Helper()
-	st, err := Open(o)
+// applyingGovernor opens a store with so, an index over it with o, and a
+// governor over it that applies every write (groupPolicy); the store
+// closes when the test ends.
+func applyingGovernor(tb testing.TB, so store.Options, o Options) (*Index, *memory.Governor) {
+	tb.Helper()
+	st, err := store.Open(so)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { st.Close() })
-	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	tb.Cleanup(func() { st.Close() })
+	return New(st, o), memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+}
+
+func groupPolicy(context.Context, *memory.PolicyInput) (memory.Decision, error) {
+	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+}
+
+// list is the native list route's read: List of the query compiled.
+func list(ctx context.Context, x *Index, f memory.ListFilter) ([]*memory.Record, error) {
+	sf, err := FromList(f)
+	if err != nil {
+		return nil, err
+	}
+	return x.List(ctx, sf, f.Limit)
+}
+
+// newBareIndex is an index over no store, fed by hand.
+func newBareIndex(budget int64) *Index {
+	return &Index{budget: budget, parts: map[string]*part{}, inflight: map[uint64]int{}, recent: map[string]uint64{},
+		tooBig: map[string]time.Time{}}
 }

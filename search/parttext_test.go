@@ -1,4 +1,4 @@
-package memory
+package search
 
 import (
 	"fmt"
@@ -6,13 +6,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/memgate/memgate/store"
 )
 
 func TestPartTextHolding(t *testing.T) {
 	summaries := []string{"Cedar tea", "", "tea, tea and more TEA", "ginger", "a cedarwood box", "", "tea"}
-	part := ActivePart{Memo: new(Memo), Chunks: [][]*ActiveEntry{nil, nil}}
+	part := partView{memo: new(memo), chunks: [][]*entry{nil, nil}}
 	for i, s := range summaries {
-		part.Chunks[i/4] = append(part.Chunks[i/4], &ActiveEntry{ID: fmt.Sprint(i), Summary: s}) // no Lower: derived
+		part.chunks[i/4] = append(part.chunks[i/4], &entry{ActiveEntry: store.ActiveEntry{ID: fmt.Sprint(i), Summary: s}}) // no lower: derived
 	}
 	for _, tc := range []struct {
 		word string
@@ -27,7 +29,7 @@ func TestPartTextHolding(t *testing.T) {
 		{"tea,", []int{2}},
 	} {
 		var got []int
-		partTextOf(part).holding(tc.word, func(e *ActiveEntry) bool {
+		partTextOf(part).holding(tc.word, func(e *entry) bool {
 			i, _ := strconv.Atoi(e.ID)
 			if !strings.Contains(strings.ToLower(summaries[i]), tc.word) {
 				t.Errorf("%q: entry %d (%q) does not hold it", tc.word, i, summaries[i])
@@ -39,7 +41,7 @@ func TestPartTextHolding(t *testing.T) {
 			t.Errorf("entries holding %q: %v, want %v", tc.word, got, tc.want)
 		}
 	}
-	if partTextOf(part) != part.Memo.Load(partTextKey{}) {
+	if partTextOf(part) != part.memo.load(partTextKey{}) {
 		t.Fatal("the joined text is not kept in the part's memo")
 	}
 }
@@ -47,19 +49,19 @@ func TestPartTextHolding(t *testing.T) {
 func TestMemoKeys(t *testing.T) {
 	type k1 struct{}
 	type k2 struct{}
-	var m Memo
-	if m.Load(k1{}) != nil {
+	var m memo
+	if m.load(k1{}) != nil {
 		t.Fatal("an empty memo holds something")
 	}
-	m.Store(k1{}, 1)
-	m.Store(k2{}, "two")
-	m.Store(k1{}, 3)
-	if m.Load(k1{}) != 3 || m.Load(k2{}) != "two" {
-		t.Fatalf("memo holds %v and %v", m.Load(k1{}), m.Load(k2{}))
+	m.store(k1{}, 1)
+	m.store(k2{}, "two")
+	m.store(k1{}, 3)
+	if m.load(k1{}) != 3 || m.load(k2{}) != "two" {
+		t.Fatalf("memo holds %v and %v", m.load(k1{}), m.load(k2{}))
 	}
-	var none *Memo
-	none.Store(k1{}, 1)
-	if none.Load(k1{}) != nil {
+	var none *memo
+	none.store(k1{}, 1)
+	if none.load(k1{}) != nil {
 		t.Fatal("a nil memo holds something")
 	}
 }

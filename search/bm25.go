@@ -1,12 +1,8 @@
-package mem0
+package search
 
 import (
 	"math"
 	"slices"
-	"strings"
-	"unicode"
-
-	"github.com/memgate/memgate/memory"
 )
 
 // Okapi BM25 over the memories a search may return. The corpus is small
@@ -17,11 +13,11 @@ const (
 	bm25B  = 0.75
 )
 
-// bm25 ranks docs (already tokenized) for the query terms. It returns each
+// BM25 ranks docs (already tokenized) for the query terms. It returns each
 // doc's raw BM25 score and a relevance in [0, 1]: the score divided by what
 // a document of average length containing every query term once would get
 // (the idf mass of the query), capped at 1. A doc sharing no term scores 0.
-func bm25(query []string, docs [][]string) (raw, relevance []float64) {
+func BM25(query []string, docs [][]string) (raw, relevance []float64) {
 	c := newBM25Corpus(uniq(query))
 	for _, d := range docs {
 		c.addTokens(d)
@@ -67,7 +63,7 @@ func (c *bm25Corpus) addTokens(tokens []string) {
 func (c *bm25Corpus) addText(text string) {
 	for i := 0; i < len(text); i++ {
 		if text[i] >= 0x80 {
-			c.addTokens(tokenize(text))
+			c.addTokens(Tokenize(text))
 			return
 		}
 	}
@@ -96,7 +92,7 @@ func (c *bm25Corpus) addText(text string) {
 }
 
 // docTerms is what BM25 needs of a document, counted once and kept with
-// an entry of the store's cache of the index (memory.Memo): its length in
+// an entry of a part (its memo): its length in
 // terms, its distinct terms, a hash of each (most comparisons with a query
 // term fail on it) and how often each occurs.
 type docTerms struct {
@@ -110,7 +106,7 @@ type docTerms struct {
 type docTermsKey struct{}
 
 func newDocTerms(text string) *docTerms {
-	toks := tokenize(text)
+	toks := Tokenize(text)
 	d := &docTerms{n: len(toks)}
 	for _, t := range toks {
 		if i := slices.Index(d.terms, t); i >= 0 {
@@ -133,20 +129,25 @@ func termHash(t string) uint32 {
 	return h
 }
 
-// addEntry adds an entry of the index of active records by its summary,
-// through the terms counted with it if it has a memo (counting them there
-// on first use).
-func (c *bm25Corpus) addEntry(e *memory.ActiveEntry) {
-	if e.Memo == nil {
+// addEntry adds an entry by its summary, through the terms counted with
+// it if it has a memo (counting them there on first use).
+func (c *bm25Corpus) addEntry(e *entry) {
+	if e.memo == nil {
 		c.addText(e.Summary)
 		return
 	}
-	d, ok := e.Memo.Load(docTermsKey{}).(*docTerms)
+	c.addDoc(docTermsOf(e))
+}
+
+// docTermsOf returns the terms of an entry of a part, counting them on
+// first use.
+func docTermsOf(e *entry) *docTerms {
+	d, ok := e.memo.load(docTermsKey{}).(*docTerms)
 	if !ok {
 		d = newDocTerms(e.Summary)
-		e.Memo.Store(docTermsKey{}, d)
+		e.memo.store(docTermsKey{}, d)
 	}
-	c.addDoc(d)
+	return d
 }
 
 // addDoc adds a document by its counted terms.
@@ -209,7 +210,7 @@ func (c *bm25Corpus) count(t string) {
 	}
 }
 
-// scores returns each document's raw score and relevance (see bm25).
+// scores returns each document's raw score and relevance (see BM25).
 func (c *bm25Corpus) scores() (raw, relevance []float64) {
 	docs, terms := len(c.lens), c.terms
 	raw = make([]float64, docs)
@@ -252,7 +253,7 @@ func newBM25Stats(df []int, docs, total int) bm25Stats {
 	return st
 }
 
-// score returns a document's raw score and relevance (see bm25) from the
+// score returns a document's raw score and relevance (see BM25) from the
 // counts of each query term in it and its length.
 func (st *bm25Stats) score(tf []int32, dl int) (raw, relevance float64) {
 	if !slices.ContainsFunc(tf, func(f int32) bool { return f > 0 }) {
@@ -281,135 +282,4 @@ func uniq(ts []string) []string {
 		}
 	}
 	return out
-}
-
-// stopwords are English function words that say nothing about a memory
-// (read-only after initialization).
-var stopwords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(stopwordList) {
-		m[w] = true
-	}
-	return m
-}()
-
-// stopTable holds the stopwords by a cheap hash of their ends and length:
-// the scoring of a search tests every word of every memory in scope.
-var stopTable = func() (t [256][]string) {
-	for w := range stopwords {
-		h := stopHash(w)
-		t[h] = append(t[h], w)
-	}
-	return t
-}()
-
-func stopHash[S ~string | ~[]byte](w S) uint8 {
-	return uint8(w[0])*31 + uint8(w[len(w)-1])*7 + uint8(len(w))
-}
-
-// isStopword is stopwords[string(w)] for a lowercase word.
-func isStopword(w []byte) bool {
-	if len(w) == 0 {
-		return false
-	}
-	for _, s := range stopTable[stopHash(w)] {
-		if s == string(w) {
-			return true
-		}
-	}
-	return false
-}
-
-const stopwordList = `a an and are as at be been but by can could did do does doing for from had has have
-		having he her hers him his how i if in into is it its me my myself no not of on or our ours she should so
-		some such than that the their them then there these they this those to too us very was we were what when
-		where which who whom why will with would you your yours about any all also am just know tell remember`
-
-// tokenize splits text into search terms: lowercase words of letters and
-// digits, without stopwords and with a plural "s" dropped; runs of Chinese,
-// Japanese or Korean characters become overlapping character pairs, since
-// those scripts do not separate words.
-func tokenize(text string) []string {
-	var out []string
-	var word, cjk []rune
-	flushWord := func() {
-		if len(word) > 0 {
-			w := string(word)
-			if !stopwords[w] {
-				out = append(out, stem(w))
-			}
-			word = word[:0]
-		}
-	}
-	flushCJK := func() {
-		switch len(cjk) {
-		case 0:
-		case 1:
-			out = append(out, string(cjk))
-		default:
-			for i := 0; i+1 < len(cjk); i++ {
-				out = append(out, string(cjk[i:i+2]))
-			}
-		}
-		cjk = cjk[:0]
-	}
-	for _, r := range text {
-		switch {
-		case isCJK(r):
-			flushWord()
-			cjk = append(cjk, r)
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			flushCJK()
-			word = append(word, unicode.ToLower(r))
-		case r == '\'' || r == '’':
-			// "user's" -> "user": the possessive ends the word
-			flushCJK()
-			flushWord()
-		default:
-			flushWord()
-			flushCJK()
-		}
-	}
-	flushWord()
-	flushCJK()
-	return dropPossessive(out)
-}
-
-// dropPossessive removes the lone "s" a possessive leaves behind.
-func dropPossessive(ts []string) []string {
-	out := ts[:0]
-	for _, t := range ts {
-		if t != "s" && t != "t" {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// stemBytes is stem on a word being built, in place.
-func stemBytes(w []byte) []byte {
-	switch {
-	case len(w) > 4 && string(w[len(w)-3:]) == "ies":
-		w[len(w)-3] = 'y'
-		return w[:len(w)-2]
-	case len(w) > 3 && w[len(w)-1] == 's' && !strings.ContainsRune("sui", rune(w[len(w)-2])): // not -ss, -us, -is
-		return w[:len(w)-1]
-	}
-	return w
-}
-
-// stem folds the commonest English plural forms.
-func stem(w string) string {
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		return w[:len(w)-3] + "y"
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		return w[:len(w)-1]
-	}
-	return w
-}
-
-func isCJK(r rune) bool {
-	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r) ||
-		unicode.Is(unicode.Hangul, r)
 }
