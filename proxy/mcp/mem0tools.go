@@ -94,7 +94,7 @@ func (s *Server) addMem0Tools() {
 // payload (json.RawMessage) is any JSON value, not an array of bytes.
 func outputSchema[T any]() *jsonschema.Schema {
 	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
-		reflect.TypeFor[map[string]any](): {Types: []string{"null", "object"}},
+		reflect.TypeFor[map[string]any]():  {Types: []string{"null", "object"}},
 		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
 	}})
 	if err != nil {
