@@ -203,8 +203,14 @@ func TestAPIWrites(t *testing.T) {
 		t.Fatalf("deleted memory: %v", err)
 	}
 	for name, err := range map[string]error{
-		"update": func() error { _, err := e.h.Update(ctx, id, memory.Candidate{Summary: "x"}, WriteOptions{}); return err }(),
-		"delete": func() error { _, err := e.h.Delete(ctx, "no-such-memory", memory.Candidate{}, WriteOptions{}); return err }(),
+		"update": func() error {
+			_, err := e.h.Update(ctx, id, memory.Candidate{Summary: "x"}, WriteOptions{})
+			return err
+		}(),
+		"delete": func() error {
+			_, err := e.h.Delete(ctx, "no-such-memory", memory.Candidate{}, WriteOptions{})
+			return err
+		}(),
 	} {
 		if memory.ErrorCode(err) != memory.ENOTFOUND {
 			t.Errorf("%s of a memory that is gone: %v", name, err)
