@@ -12,10 +12,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -86,19 +86,9 @@ func diffJSON(path string, a, b any, out *[]string) {
 		if !ok {
 			break
 		}
-		keys := map[string]bool{}
-		for k := range av {
-			keys[k] = true
-		}
-		for k := range bv {
-			keys[k] = true
-		}
-		sorted := make([]string, 0, len(keys))
-		for k := range keys {
-			sorted = append(sorted, k)
-		}
-		sort.Strings(sorted)
-		for _, k := range sorted {
+		union := maps.Clone(av)
+		maps.Copy(union, bv)
+		for _, k := range keysOf(union) {
 			x, inA := av[k]
 			y, inB := bv[k]
 			if inA != inB {
@@ -319,11 +309,4 @@ func TestRESTAndMCPGiveOneMem0Shape(t *testing.T) {
 		tool(t, cs, "search_memories", map[string]any{"query": "publish draft", "filters": map[string]any{"user_id": "alice"}}))
 }
 
-func keysOf(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func keysOf(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }

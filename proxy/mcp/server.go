@@ -7,6 +7,8 @@
 //
 // It uses the official MCP Go SDK for the protocol; this package only
 // translates tool calls into candidates and outcomes into tool results.
+// The Mem0-style tools go further: they call the Mem0 dialect's Go API
+// (proxy/mem0), so they answer what Mem0's REST API answers.
 package mcp
 
 import (
