@@ -3,6 +3,7 @@ package mem0
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
@@ -65,7 +66,7 @@ type SearchRequest struct {
 // query, best first. Errors: EINVALID.
 func (h *Handler) Search(ctx context.Context, req SearchRequest) ([]Memory, error) {
 	p := searchParams{query: req.Query, threshold: DefaultThreshold}
-	if req.Query == "" {
+	if strings.TrimSpace(req.Query) == "" { // as readSearch
 		return nil, memory.Errorf(memory.EINVALID, "query is required: a non-empty string")
 	}
 	var err error

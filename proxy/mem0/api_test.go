@@ -127,6 +127,7 @@ func TestAPIReadScopes(t *testing.T) {
 		{"unscoped", SearchRequest{Query: "tea"}, 0, "filters must name at least one"},
 		{"unscoped filters", SearchRequest{Query: "tea", Filters: json.RawMessage(`{"NOT":[{"user_id":"bob"}]}`)}, 0, "filters must name at least one"},
 		{"no query", SearchRequest{Filters: json.RawMessage(`{"user_id":"alice"}`)}, 0, "query is required"},
+		{"blank query", SearchRequest{Query: " \t", Filters: json.RawMessage(`{"user_id":"alice"}`)}, 0, "query is required"},
 		{"threshold", SearchRequest{Query: "tea", Scope: memory.Scope{UserID: "alice"}, Threshold: &bad}, 0, "threshold"},
 		{"top_k", SearchRequest{Query: "tea", Scope: memory.Scope{UserID: "alice"}, TopK: MaxTopK + 1}, 0, "top_k"},
 		{"bad filters", SearchRequest{Query: "tea", Filters: json.RawMessage(`{"user_id":{"gt":1}}`)}, 0, "filters"},
