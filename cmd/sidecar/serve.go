@@ -288,9 +288,10 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		}
 		extractor = ex
 	}
-	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: log,
-		Keys: keys, Extractor: extractor}).Register(agentMux)
-	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, MaxSessions: cfg.mcpMaxSessions,
+	m0 := mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: log,
+		Keys: keys, Extractor: extractor})
+	m0.Register(agentMux)
+	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, Mem0: m0, MaxSessions: cfg.mcpMaxSessions,
 		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,
 		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/store"
 )
 
@@ -39,6 +40,8 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
 }
 
+// env serves the Mem0 REST routes and MCP from one mem0.Handler on one
+// loopback server, as the sidecar does.
 type env struct {
 	t    testing.TB
 	gov  *memory.Governor
@@ -54,9 +57,11 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-	srv := NewServer(gov, Options{Version: "test"})
+	m0 := mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st)})
+	srv := NewServer(gov, Options{Version: "test", Mem0: m0})
 	mux := http.NewServeMux()
 	srv.Register(mux)
+	m0.Register(mux)
 	hs := httptest.NewServer(mux) // binds 127.0.0.1
 	t.Cleanup(func() {
 		srv.Close()

@@ -1,12 +1,12 @@
 package mcp
 
 import (
+	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
-	"unicode"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy/mem0"
 )
 
 // Arguments of the Mem0-style tools, named as Mem0's own MCP server names
@@ -37,13 +37,23 @@ type addMemoryArgs struct {
 }
 
 type searchMemoriesArgs struct {
-	Query   string         `json:"query" jsonschema:"words to look for in memories"`
-	Filters map[string]any `json:"filters,omitempty" jsonschema:"Mem0 filters on user_id, agent_id, app_id, run_id: {\"user_id\": \"alice\"} or {\"AND\": [{\"user_id\": \"alice\"}, {\"agent_id\": \"a1\"}]}"`
-	Limit   int            `json:"limit,omitempty" jsonschema:"maximum number of results (default 10, at most 100)"`
+	Query     string      `json:"query" jsonschema:"words to look for in memories"`
+	Filters   filtersJSON `json:"filters,omitempty" jsonschema:"Mem0 filters, e.g. {\"user_id\": \"alice\"} or {\"AND\": [{\"user_id\": \"alice\"}, {\"categories\": {\"in\": [\"preference\"]}}]}"`
+	Limit     int         `json:"limit,omitempty" jsonschema:"maximum number of results (default 10, at most 1000)"`
+	Threshold *float64    `json:"threshold,omitempty" jsonschema:"minimum relevance from 0 to 1 (default 0.1, Mem0's v3 search's)"`
 	scopeArgs
 	EnableGraph bool `json:"enable_graph,omitempty" jsonschema:"accepted for compatibility with Mem0"`
 }
 
+type getMemoriesArgs struct {
+	Filters  filtersJSON `json:"filters,omitempty" jsonschema:"Mem0 filters, as search_memories takes them"`
+	Page     int         `json:"page,omitempty" jsonschema:"the page, from 1 (default 1)"`
+	PageSize int         `json:"page_size,omitempty" jsonschema:"memories per page (default 100, at most 200)"`
+	scopeArgs
+}
+
+// memoryIDArgs name a memory by its id or the record id of one of its
+// versions.
 type memoryIDArgs struct {
 	MemoryID string `json:"memory_id" jsonschema:"the memory's id"`
 }
@@ -57,104 +67,21 @@ type eventIDArgs struct {
 	EventID string `json:"event_id" jsonschema:"the event id a write returned"`
 }
 
-const (
-	defaultSearchLimit = 10
-	maxSearchLimit     = 100
-	maxMessages        = 100
-)
+// maxMessages bounds the conversation an add keeps as its evidence.
+const maxMessages = 100
 
-// scopeKeys are the filter keys memgate keeps on a record as its scope.
-var scopeKeys = []string{"user_id", "agent_id", "app_id", "run_id"}
+// filtersJSON is the Mem0 filters document as the Mem0 API reads it.
+type filtersJSON map[string]any
 
-// parseFilters reads Mem0 filters into a scope. It understands equality on
-// the entity ids, flat or under "AND", and "*" (any); anything else is
-// refused rather than ignored, since ignoring a filter would widen a read.
-func parseFilters(f map[string]any) (memory.Scope, error) {
-	var sc memory.Scope
-	set := map[string]string{}
-	if err := collectFilters(f, set, 0); err != nil {
-		return sc, err
+func (f filtersJSON) raw() (json.RawMessage, error) {
+	if f == nil {
+		return nil, nil
 	}
-	sc.UserID, sc.AgentID, sc.AppID, sc.RunID = set["user_id"], set["agent_id"], set["app_id"], set["run_id"]
-	return sc, nil
-}
-
-func collectFilters(f map[string]any, set map[string]string, depth int) error {
-	if depth > 8 {
-		return argError("filters nest too deeply")
+	b, err := json.Marshal(map[string]any(f))
+	if err != nil {
+		return nil, argError("filters: %v", err)
 	}
-	keys := make([]string, 0, len(f))
-	for k := range f {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys) // stable error messages
-	for _, k := range keys {
-		v := f[k]
-		switch {
-		case k == "AND":
-			list, ok := v.([]any)
-			if !ok {
-				return argError("filters.AND must be a list of filters")
-			}
-			for _, item := range list {
-				sub, ok := item.(map[string]any)
-				if !ok {
-					return argError("filters.AND must be a list of filters")
-				}
-				if err := collectFilters(sub, set, depth+1); err != nil {
-					return err
-				}
-			}
-		case isScopeKey(k):
-			s, ok := v.(string)
-			if !ok {
-				return argError("filter %s must be a string (memgate filters on equality only)", k)
-			}
-			if s == "*" {
-				continue
-			}
-			if err := checkName("filters."+k, s); err != nil {
-				return err
-			}
-			if old, dup := set[k]; dup && old != s {
-				return argError("filters name two different %s values (%q, %q); no memory has both", k, old, s)
-			}
-			set[k] = s
-		default:
-			return argError("filter %q is not supported (memgate filters on user_id, agent_id, app_id and run_id, optionally under AND)", k)
-		}
-	}
-	return nil
-}
-
-func isScopeKey(k string) bool {
-	for _, s := range scopeKeys {
-		if k == s {
-			return true
-		}
-	}
-	return false
-}
-
-// mergeScope combines the top-level entity ids with those from filters;
-// naming the same id twice with different values is an error.
-func mergeScope(a, b memory.Scope) (memory.Scope, error) {
-	out := a
-	for _, p := range []struct {
-		name     string
-		dst      *string
-		from, to string
-	}{{"user_id", &out.UserID, a.UserID, b.UserID}, {"agent_id", &out.AgentID, a.AgentID, b.AgentID},
-		{"app_id", &out.AppID, a.AppID, b.AppID}, {"run_id", &out.RunID, a.RunID, b.RunID}} {
-		if p.to == "" {
-			continue
-		}
-		if p.from != "" && p.from != p.to {
-			return out, argError("%s is given as %q and, in filters, as %q", p.name, p.from, p.to)
-		}
-		*p.dst = p.to
-	}
-	return out, nil
+	return b, nil
 }
 
 func (a addMemoryArgs) check() error {
@@ -209,46 +136,11 @@ func (a addMemoryArgs) text() string {
 	return strings.Join(parts, " ")
 }
 
+// limit is the number of results asked for (0: Mem0's default), at most
+// mem0.MaxTopK.
 func (a searchMemoriesArgs) limit() (int, error) {
-	switch {
-	case a.Limit < 0:
+	if a.Limit < 0 {
 		return 0, argError("limit must not be negative")
-	case a.Limit == 0:
-		return defaultSearchLimit, nil
-	case a.Limit > maxSearchLimit:
-		return maxSearchLimit, nil
 	}
-	return a.Limit, nil
-}
-
-// queryWords splits a search query into lowercase words, dropping
-// punctuation, so "Alice's tea?" finds "alice likes tea".
-func queryWords(q string) []string {
-	fields := strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsNumber(r) && r != '-' && r != '_'
-	})
-	seen := map[string]bool{}
-	out := []string{}
-	for _, f := range fields {
-		if !seen[f] {
-			seen[f] = true
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// score is the share of query words a memory's text contains (0 = none).
-func score(text string, words []string) float64 {
-	if len(words) == 0 {
-		return 1
-	}
-	t := strings.ToLower(text)
-	n := 0
-	for _, w := range words {
-		if strings.Contains(t, w) {
-			n++
-		}
-	}
-	return float64(n) / float64(len(words))
+	return min(a.Limit, mem0.MaxTopK), nil
 }

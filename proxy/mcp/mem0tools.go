@@ -2,148 +2,109 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"sort"
-	"time"
+	"reflect"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
+	"github.com/memgate/memgate/proxy/mem0"
 )
 
-// Mem0-style tools: a memory's id is its slot's stable id (an edit is a new
-// version in the slot), and an event id is the id of the version a write
-// submitted, whose status turns from PENDING to SUCCEEDED or FAILED when a
-// reviewer decides.
-
-// mem0Memory is a memory as Mem0's API shows it.
-type mem0Memory struct {
-	ID         string         `json:"id"`
-	Memory     string         `json:"memory"`
-	UserID     string         `json:"user_id,omitempty"`
-	AgentID    string         `json:"agent_id,omitempty"`
-	AppID      string         `json:"app_id,omitempty"`
-	RunID      string         `json:"run_id,omitempty"`
-	Metadata   map[string]any `json:"metadata,omitempty"`
-	Categories []string       `json:"categories,omitempty"`
-	Layer      string         `json:"layer"`
-	CreatedAt  string         `json:"created_at"`
-	UpdatedAt  string         `json:"updated_at"`
-	Score      float64        `json:"score,omitempty"`
-}
-
-func mem0View(r *memory.Record) mem0Memory {
-	m := mem0Memory{ID: r.SlotID, Memory: r.Summary, UserID: r.Scope.UserID, AgentID: r.Scope.AgentID,
-		AppID: r.Scope.AppID, RunID: r.Scope.RunID, Metadata: r.Metadata, Layer: string(r.Layer),
-		CreatedAt: stamp(r.CreatedAt), UpdatedAt: stamp(r.ActivatedAt)}
-	if m.Memory == "" {
-		m.Memory = string(r.Value)
-	}
-	if r.FactType != "" {
-		m.Categories = []string{r.FactType}
-	}
-	if m.UpdatedAt == "" {
-		m.UpdatedAt = m.CreatedAt
-	}
-	return m
-}
-
-// stampLayout has a fixed width, so stamps compare as strings.
-const stampLayout = "2006-01-02T15:04:05.000000Z"
-
-func stamp(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(stampLayout)
-}
-
-// mem0Event is one memory a write touched, as Mem0's add answers it.
-type mem0Event struct {
-	ID     string `json:"id"`
-	Memory string `json:"memory"`
-	Event  string `json:"event"` // ADD, UPDATE, DELETE, NONE; PENDING_REVIEW, REFUSED
-}
+// Mem0-style tools. They translate tool calls into calls of the Mem0
+// dialect's Go API (mem0.Handler), so a memory, a search, a history and an
+// event answer here exactly as over Mem0's REST API: the same record shape
+// (mem0.Memory), the same filters and ranking, the same event log and
+// statuses. What is MCP's own: default scopes, argument names, the write
+// answer ({results, event_id, status, message}, FAILED and isError when
+// policy refuses) and the outcomes in _meta.
 
 // writeAnswer is what add_memory, update_memory and delete_memory return:
-// Mem0's asynchronous shape ({event_id, status}), with the results when the
-// write applied at once.
+// Mem0's asynchronous shape, with the results a Mem0 add answers.
 type writeAnswer struct {
-	Results []mem0Event `json:"results"`
-	EventID string      `json:"event_id,omitempty"`
-	Status  string      `json:"status"` // SUCCEEDED, PENDING, FAILED
-	Message string      `json:"message"`
+	Results []mem0.Result `json:"results"`
+	EventID string        `json:"event_id,omitempty"`
+	Status  string        `json:"status"` // SUCCEEDED, PENDING; FAILED when policy refused the write
+	Message string        `json:"message"`
 }
 
 type searchAnswer struct {
-	Results []mem0Memory `json:"results"`
+	Results []mem0.Memory `json:"results"`
 }
 
-type eventAnswer struct {
-	ID        string      `json:"id"`
-	EventType string      `json:"event_type"` // ADD, UPDATE, DELETE
-	Status    string      `json:"status"`     // PENDING, SUCCEEDED, FAILED
-	MemoryID  string      `json:"memory_id"`
-	Memory    string      `json:"memory"`
-	Results   []mem0Event `json:"results"`
-	Error     string      `json:"error,omitempty"`
-	CreatedAt string      `json:"created_at"`
-	UpdatedAt string      `json:"updated_at"`
+// listAnswer is Mem0's paginated list without the page URLs.
+type listAnswer struct {
+	Count   int           `json:"count"`
+	Results []mem0.Memory `json:"results"`
 }
 
-// Mem0 event statuses.
-const (
-	statusPending   = "PENDING"
-	statusSucceeded = "SUCCEEDED"
-	statusFailed    = "FAILED"
-)
-
-// eventStatus maps a version's status to its event's.
-func eventStatus(s memory.Status) string {
-	switch s {
-	case memory.StatusPending:
-		return statusPending
-	case memory.StatusActive, memory.StatusSuperseded, memory.StatusDeleted:
-		return statusSucceeded
-	}
-	return statusFailed // rejected, rolled back
+type historyAnswer struct {
+	Results []mem0.HistoryEntry `json:"results"`
 }
 
-func eventType(r *memory.Record) string {
-	switch {
-	case r.Op == memory.OpDelete:
-		return "DELETE"
-	case r.Supersedes != "" || r.ExpectedHead != "":
-		return "UPDATE"
-	}
-	return "ADD"
-}
+// memoryShape documents, in the tools' descriptions, the memory every
+// reading tool answers.
+const memoryShape = " A memory is Mem0's shape, as memgate's Mem0 REST API answers it: id (the memory's stable id; an edit is a new version behind it), " +
+	"memory (its text), user_id, agent_id, app_id, run_id, session_id, metadata, categories ([its layer]), created_at and updated_at (RFC 3339, UTC), " +
+	"score (searches), and memgate {record_id, layer, status, risk_level}."
 
-func mem0Tool(name, title, description string, readOnly, destructive, idempotent bool) *mcp.Tool {
-	return &mcp.Tool{Name: name, Title: title, Description: description, Annotations: hints(readOnly, destructive, idempotent)}
+// mem0Tool declares a tool answering Out.
+func mem0Tool[Out any](name, title, description string, readOnly, destructive, idempotent bool) *mcp.Tool {
+	return &mcp.Tool{Name: name, Title: title, Description: description, Annotations: hints(readOnly, destructive, idempotent),
+		OutputSchema: outputSchema[Out]()}
 }
 
 func (s *Server) addMem0Tools() {
-	mcp.AddTool(s.srv, mem0Tool("add_memory", "Add Memory",
-		"Store a new preference, fact, or conversation snippet. Scoped by user_id, agent_id, app_id or run_id (default: the session's user, else "+
-			s.defaultUser+")."+governedNote, false, false, false), s.addMemory)
-	mcp.AddTool(s.srv, mem0Tool("search_memories", "Search Memories",
-		"Search active memories by words; filters narrow by user_id, agent_id, app_id or run_id (default: the session's user, else "+
-			s.defaultUser+").", true, false, true), s.searchMemories)
-	mcp.AddTool(s.srv, mem0Tool("get_memory", "Get Memory",
-		"Fetch a single active memory by its memory_id.", true, false, true), s.getMemory)
-	mcp.AddTool(s.srv, mem0Tool("update_memory", "Update Memory",
-		"Overwrite an existing memory's text (the previous version stays in its history)."+governedNote, false, true, false), s.updateMemory)
-	mcp.AddTool(s.srv, mem0Tool("delete_memory", "Delete Memory",
-		"Delete one memory by its memory_id."+governedNote, false, true, true), s.deleteMemory)
-	mcp.AddTool(s.srv, mem0Tool("get_event_status", "Get Event Status",
-		"Status of a write by the event_id it returned: PENDING while it waits for human review, SUCCEEDED once applied, FAILED if rejected or rolled back.",
+	scoped := " (default: the session's user, else " + s.defaultUser + ")"
+	mcp.AddTool(s.srv, mem0Tool[writeAnswer]("add_memory", "Add Memory",
+		"Store a new preference, fact, or conversation snippet. Scoped by user_id, agent_id, app_id or run_id"+scoped+
+			". Answers {results, event_id, status, message}: results as a Mem0 add answers them (ADD or UPDATE, or PENDING_REVIEW while a human decides), "+
+			"status SUCCEEDED, PENDING, or FAILED when policy refused it."+governedNote, false, false, false), s.addMemory)
+	mcp.AddTool(s.srv, mem0Tool[searchAnswer]("search_memories", "Search Memories",
+		"Search active memories by words, as Mem0's search ranks them (best first, relevance score from 0 to 1, at least threshold, default "+
+			fmt.Sprint(mem0.DefaultThreshold)+"). filters are Mem0's (AND, OR, NOT over user_id, agent_id, app_id, run_id, created_at, updated_at, "+
+			"categories, keywords, metadata, with in, nin, eq, ne, gt, gte, lt, lte, contains, icontains, *); when neither filters nor arguments name an entity, "+
+			"the search is scoped"+scoped+". Answers {results: [memory]}."+memoryShape, true, false, true), s.searchMemories)
+	mcp.AddTool(s.srv, mem0Tool[listAnswer]("get_memories", "Get Memories",
+		"List active memories, newest first, one page at a time; filters as in search_memories."+
+			" Answers {count (all that match), results: [memory]}."+memoryShape, true, false, true), s.getMemories)
+	mcp.AddTool(s.srv, mem0Tool[mem0.Memory]("get_memory", "Get Memory",
+		"Fetch a single active memory by its memory_id."+memoryShape, true, false, true), s.getMemory)
+	mcp.AddTool(s.srv, mem0Tool[historyAnswer]("get_memory_history", "Get Memory History",
+		"The applied versions of a memory, oldest first, as Mem0's history answers them: {results: [{id, memory_id, old_memory, new_memory, event, "+
+			"categories, created_at, updated_at, is_deleted, status, ...}]}.", true, false, true), s.getMemoryHistory)
+	mcp.AddTool(s.srv, mem0Tool[writeAnswer]("update_memory", "Update Memory",
+		"Overwrite an existing memory's text (the previous version stays in its history). Answers as add_memory."+governedNote,
+		false, true, false), s.updateMemory)
+	mcp.AddTool(s.srv, mem0Tool[writeAnswer]("delete_memory", "Delete Memory",
+		"Delete one memory by its memory_id. Answers as add_memory."+governedNote, false, true, true), s.deleteMemory)
+	mcp.AddTool(s.srv, mem0Tool[mem0.EventView]("get_event_status", "Get Event Status",
+		"Status of a write by the event_id it returned (or the record id a knowledge-graph tool gave), as Mem0's event answers it: "+
+			"{id, event_type, status, results, metadata {applied, pending, failed, unchanged, refused, records}, error, created_at, updated_at, completed_at, ...}. "+
+			"status is PENDING while a write waits for human review, SUCCEEDED once applied (or when nothing needed to change), FAILED if rejected or rolled back.",
 		true, false, true), s.getEventStatus)
 }
 
-// defaultScope applies a default user when a write or read names no entity,
-// as Mem0's MCP server does (an agent or run id alone is enough): the user
+// outputSchema is the output schema of a tool answering T, inferred from
+// T as the SDK does, except for what Go's types say wrongly about Mem0's
+// JSON: metadata (a map) is null when a memory has none, and an event's
+// payload (json.RawMessage) is any JSON value, not an array of bytes.
+func outputSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[map[string]any]():  {Types: []string{"null", "object"}},
+		reflect.TypeFor[json.RawMessage](): {Description: "any JSON value"},
+	}})
+	if err != nil {
+		panic(fmt.Sprintf("mcp: output schema of %T: %v", *new(T), err))
+	}
+	return s
+}
+
+// defaultScope applies a default user when a write names no entity, as
+// Mem0's MCP server does (an agent or run id alone is enough): the user
 // the session names in X-Memgate-User-Id, else Options.DefaultUserID.
 func (s *Server) defaultScope(ctx context.Context, sc memory.Scope, actor memory.Actor) memory.Scope {
 	sc = memory.TenantOf(ctx).Fill(sc) // a tenant-bound key names its entity ids itself
@@ -156,34 +117,63 @@ func (s *Server) defaultScope(ctx context.Context, sc memory.Scope, actor memory
 	return sc
 }
 
-// answerWrite turns one governed write into Mem0's answer; a parked write
-// is PENDING (not an error), a rejection is FAILED and an error result.
-func answerWrite(rep *report, res *memory.SubmitResult, event string) (*mcp.CallToolResult, writeAnswer) {
-	out := writeAnswer{Results: []mem0Event{}}
-	w := rep.writes[len(rep.writes)-1]
-	out.EventID = w.RecordID
-	switch w.Outcome {
-	case outApplied, outUnchanged:
-		out.Status, out.Message = statusSucceeded, "Memory processed successfully."
-		if w.Outcome == outUnchanged {
-			event = "NONE"
-			out.Message = "Nothing changed: the memory already says this."
-		} else if event == "ADD" && res.Replaced != nil {
-			event = "UPDATE"
+// readScope is the entity ids of a read: those the arguments name (with
+// the tenant's), and the default scope for when neither they nor the
+// filters name any.
+func (s *Server) readScope(ctx context.Context, a scopeArgs, actor memory.Actor) (given, def memory.Scope) {
+	return memory.TenantOf(ctx).Fill(a.scope()), s.defaultScope(ctx, memory.Scope{}, actor)
+}
+
+// writeOptions keep the call's arguments with the event and word the
+// pending notice for MCP.
+func writeOptions(req *mcp.CallToolRequest) mem0.WriteOptions {
+	var payload []byte
+	if req.Params != nil {
+		payload = req.Params.Arguments
+	}
+	return mem0.WriteOptions{Payload: payload, Poll: func(id string) string { return "get_event_status with event_id " + id }}
+}
+
+// answerWrite turns a Mem0 write into the tool's answer; a parked write is
+// PENDING (not an error), a refused one FAILED and an error result. done
+// is what an applied write says.
+func answerWrite(what string, w *mem0.WriteResult, done string) (*mcp.CallToolResult, writeAnswer) {
+	out := writeAnswer{Results: w.Results, EventID: w.EventID, Status: w.Status, Message: done}
+	if out.Results == nil {
+		out.Results = []mem0.Result{}
+	}
+	rep := &report{}
+	add := func(recs []*memory.Record, outcome string) {
+		for _, r := range recs {
+			wr := writeResult{What: what, Outcome: outcome, RecordID: r.ID, MemoryID: r.SlotID}
+			switch outcome {
+			case outUnchanged:
+				wr.RecordID = ""
+			case outParked:
+				wr.Reason = reasonOf(r)
+			case outRejected:
+				// A refused write's text is not repeated: it may hold a
+				// secret, and memgate keeps none of it either.
+				wr.What, wr.Reason = proxy.Withheld, reasonOf(r)
+			}
+			rep.writes = append(rep.writes, wr)
 		}
-		out.Results = append(out.Results, mem0Event{ID: res.Record.SlotID, Memory: res.Record.Summary, Event: event})
-	case outParked:
-		change := map[string]proxy.Change{"UPDATE": proxy.ChangeUpdate, "DELETE": proxy.ChangeDelete}[event]
-		out.Status = statusPending
-		out.Message = proxy.PendingNotice(change, w.MemoryID, res.Record.Summary, "get_event_status with event_id "+w.RecordID)
-		out.Results = append(out.Results, mem0Event{ID: w.MemoryID, Memory: out.Message, Event: proxy.EventPendingReview})
-	case outRejected:
-		out.Status = statusFailed
-		out.Message = proxy.RefusedNotice(res.Record)
-		out.Results = append(out.Results, mem0Event{ID: w.RecordID, Memory: out.Message, Event: proxy.EventRefused})
-	default:
-		out.Status = statusFailed
-		out.Message = "NOT SAVED: " + orUnknown(w.Reason)
+	}
+	add(w.Applied, outApplied)
+	add(w.Unchanged, outUnchanged)
+	add(w.Parked, outParked)
+	add(w.Refused, outRejected)
+	switch {
+	case len(w.Refused) > 0:
+		out.Status, out.Message = mem0.StatusFailed, proxy.RefusedNotice(w.Refused[0])
+	case len(w.Parked) > 0:
+		for _, r := range out.Results {
+			if r.Event == proxy.EventPendingReview {
+				out.Message = r.Memory // the notice, in MCP's words
+			}
+		}
+	case len(w.Unchanged) > 0:
+		out.Message = "Nothing changed: the memory already says this."
 	}
 	return rep.result(indentJSON(out)), out
 }
@@ -194,52 +184,45 @@ func (s *Server) addMemory(ctx context.Context, req *mcp.CallToolRequest, in add
 	}
 	actor := actorOf(req)
 	c := memory.Candidate{Summary: in.text(), Scope: s.defaultScope(ctx, in.scope(), actor), Metadata: in.Metadata,
-		Evidence: memory.Evidence{Excerpt: in.conversation()}}
-	rep := &report{}
-	res, err := s.submit(ctx, rep, actor, fmt.Sprintf("memory %q", c.Summary), c)
+		Actor: actor, CandidateSource: memory.SourceTool, Evidence: memory.Evidence{Excerpt: in.conversation()}}
+	w, err := s.mem0.Add(ctx, c, writeOptions(req))
 	if err != nil {
 		return nil, writeAnswer{}, toolError(s.log, err)
 	}
-	r, out := answerWrite(rep, res, "ADD")
+	r, out := answerWrite(fmt.Sprintf("memory %q", c.Summary), w, "Memory processed successfully.")
 	return r, out, nil
 }
 
-// activeMemory resolves a Mem0 memory id (a slot id, or the id of one of its
-// versions) to the slot's active version. What is not active is not found:
-// an agent never reads a parked or undone version this way.
-func (s *Server) activeMemory(ctx context.Context, id string) (*memory.Record, error) {
-	if checkName("memory_id", id) != nil {
-		return nil, memory.Errorf(memory.ENOTFOUND, "memory %q not found", id)
-	}
-	r, err := s.gov.Get(ctx, id)
-	if err != nil || r.Status == memory.StatusActive {
-		return r, err
-	}
-	// A version that is not active: the memory is its slot's active version.
-	// (A slot of its own has its first version's id, which Get finds first.)
-	versions, err := s.gov.History(ctx, r.SlotID)
+func (s *Server) updateMemory(ctx context.Context, req *mcp.CallToolRequest, in updateMemoryArgs) (*mcp.CallToolResult, writeAnswer, error) {
+	c := memory.Candidate{Summary: in.Text, Actor: actorOf(req), CandidateSource: memory.SourceTool}
+	w, err := s.mem0.Update(ctx, in.MemoryID, c, writeOptions(req))
 	if err != nil {
-		return nil, err
+		return nil, writeAnswer{}, toolError(s.log, err)
 	}
-	for _, v := range versions {
-		if v.Status == memory.StatusActive {
-			return v, nil
-		}
-	}
-	return nil, memory.Errorf(memory.ENOTFOUND, "memory %s not found", id)
+	r, out := answerWrite(fmt.Sprintf("update of memory %s to %q", in.MemoryID, in.Text), w, "Memory updated successfully!")
+	return r, out, nil
 }
 
-func (s *Server) getMemory(ctx context.Context, _ *mcp.CallToolRequest, in memoryIDArgs) (*mcp.CallToolResult, mem0Memory, error) {
-	r, err := s.activeMemory(ctx, in.MemoryID)
+func (s *Server) deleteMemory(ctx context.Context, req *mcp.CallToolRequest, in memoryIDArgs) (*mcp.CallToolResult, writeAnswer, error) {
+	c := memory.Candidate{Actor: actorOf(req), CandidateSource: memory.SourceTool}
+	w, err := s.mem0.Delete(ctx, in.MemoryID, c, writeOptions(req))
 	if err != nil {
-		return nil, mem0Memory{}, toolError(s.log, err)
+		return nil, writeAnswer{}, toolError(s.log, err)
 	}
-	m := mem0View(r)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: indentJSON(m)}}}, m, nil
+	r, out := answerWrite(fmt.Sprintf("deletion of memory %s", in.MemoryID), w, "Memory deleted successfully!")
+	return r, out, nil
+}
+
+func (s *Server) getMemory(ctx context.Context, _ *mcp.CallToolRequest, in memoryIDArgs) (*mcp.CallToolResult, mem0.Memory, error) {
+	m, err := s.mem0.Get(ctx, in.MemoryID)
+	if err != nil {
+		return nil, mem0.Memory{}, toolError(s.log, err)
+	}
+	return textResult(m), m, nil
 }
 
 func (s *Server) searchMemories(ctx context.Context, req *mcp.CallToolRequest, in searchMemoriesArgs) (*mcp.CallToolResult, searchAnswer, error) {
-	out := searchAnswer{Results: []mem0Memory{}}
+	out := searchAnswer{Results: []mem0.Memory{}}
 	if err := in.scopeArgs.check(); err != nil {
 		return nil, out, toolError(s.log, err)
 	}
@@ -247,108 +230,57 @@ func (s *Server) searchMemories(ctx context.Context, req *mcp.CallToolRequest, i
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}
-	fromFilters, err := parseFilters(in.Filters)
+	filters, err := in.Filters.raw()
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}
-	sc, err := mergeScope(in.scope(), fromFilters)
+	given, def := s.readScope(ctx, in.scopeArgs, actorOf(req))
+	found, err := s.mem0.Search(ctx, mem0.SearchRequest{Query: in.Query, Filters: filters, Scope: given, Default: def,
+		TopK: limit, Threshold: in.Threshold})
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}
-	recs, err := s.gov.List(ctx, memory.ListFilter{Scope: s.defaultScope(ctx, sc, actorOf(req))})
+	out.Results = found
+	return textResult(out), out, nil
+}
+
+func (s *Server) getMemories(ctx context.Context, req *mcp.CallToolRequest, in getMemoriesArgs) (*mcp.CallToolResult, listAnswer, error) {
+	out := listAnswer{Results: []mem0.Memory{}}
+	if err := in.scopeArgs.check(); err != nil {
+		return nil, out, toolError(s.log, err)
+	}
+	filters, err := in.Filters.raw()
 	if err != nil {
 		return nil, out, toolError(s.log, err)
 	}
-	words := queryWords(in.Query)
-	for _, r := range recs {
-		if sc := score(r.Summary, words); sc > 0 {
-			m := mem0View(r)
-			m.Score = sc
-			out.Results = append(out.Results, m)
-		}
+	given, def := s.readScope(ctx, in.scopeArgs, actorOf(req))
+	found, total, err := s.mem0.List(ctx, mem0.ListRequest{Filters: filters, Scope: given, Default: def,
+		Page: in.Page, PageSize: in.PageSize})
+	if err != nil {
+		return nil, out, toolError(s.log, err)
 	}
-	// Best match first, then the newest.
-	sort.SliceStable(out.Results, func(i, j int) bool {
-		a, b := out.Results[i], out.Results[j]
-		if a.Score != b.Score {
-			return a.Score > b.Score
-		}
-		return a.UpdatedAt > b.UpdatedAt
-	})
-	if len(out.Results) > limit {
-		out.Results = out.Results[:limit]
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: indentJSON(out)}}}, out, nil
+	out.Count, out.Results = total, found
+	return textResult(out), out, nil
 }
 
-func (s *Server) updateMemory(ctx context.Context, req *mcp.CallToolRequest, in updateMemoryArgs) (*mcp.CallToolResult, writeAnswer, error) {
-	cur, err := s.activeMemory(ctx, in.MemoryID)
+func (s *Server) getMemoryHistory(ctx context.Context, _ *mcp.CallToolRequest, in memoryIDArgs) (*mcp.CallToolResult, historyAnswer, error) {
+	h, err := s.mem0.History(ctx, in.MemoryID)
 	if err != nil {
-		return nil, writeAnswer{}, toolError(s.log, err)
+		return nil, historyAnswer{}, toolError(s.log, err)
 	}
-	rep := &report{}
-	c := memory.Candidate{SlotID: cur.SlotID, Summary: in.Text}
-	res, err := s.submit(ctx, rep, actorOf(req), fmt.Sprintf("update of memory %s to %q", cur.SlotID, in.Text), c)
-	if err != nil {
-		return nil, writeAnswer{}, toolError(s.log, err)
-	}
-	r, out := answerWrite(rep, res, "UPDATE")
-	return r, out, nil
+	out := historyAnswer{Results: h}
+	return textResult(out), out, nil
 }
 
-func (s *Server) deleteMemory(ctx context.Context, req *mcp.CallToolRequest, in memoryIDArgs) (*mcp.CallToolResult, writeAnswer, error) {
-	cur, err := s.activeMemory(ctx, in.MemoryID)
+func (s *Server) getEventStatus(ctx context.Context, _ *mcp.CallToolRequest, in eventIDArgs) (*mcp.CallToolResult, mem0.EventView, error) {
+	ev, err := s.mem0.Event(ctx, in.EventID)
 	if err != nil {
-		return nil, writeAnswer{}, toolError(s.log, err)
+		return nil, mem0.EventView{}, toolError(s.log, err)
 	}
-	rep := &report{}
-	c := memory.Candidate{Op: memory.OpDelete, SlotID: cur.SlotID, Summary: cur.Summary}
-	res, err := s.submit(ctx, rep, actorOf(req), fmt.Sprintf("deletion of memory %s (%q)", cur.SlotID, cur.Summary), c)
-	if err != nil {
-		return nil, writeAnswer{}, toolError(s.log, err)
-	}
-	r, out := answerWrite(rep, res, "DELETE")
-	if out.Status == statusSucceeded {
-		out.Message = "Memory deleted successfully!"
-		r = rep.result(indentJSON(out))
-	}
-	return r, out, nil
+	return textResult(ev), ev, nil
 }
 
-func (s *Server) getEventStatus(ctx context.Context, _ *mcp.CallToolRequest, in eventIDArgs) (*mcp.CallToolResult, eventAnswer, error) {
-	if checkName("event_id", in.EventID) != nil {
-		return nil, eventAnswer{}, toolError(s.log, memory.Errorf(memory.ENOTFOUND, "event %q not found", in.EventID))
-	}
-	r, err := s.gov.Get(ctx, in.EventID)
-	if err == nil && r.ID != in.EventID {
-		err = memory.Errorf(memory.ENOTFOUND, "event %s not found (that is a memory id; events are the ids writes return)", in.EventID)
-	}
-	if err != nil {
-		return nil, eventAnswer{}, toolError(s.log, err)
-	}
-	out := eventAnswer{ID: r.ID, EventType: eventType(r), Status: eventStatus(r.Status), MemoryID: r.SlotID,
-		Memory: r.Summary, Results: []mem0Event{}, CreatedAt: stamp(r.CreatedAt), UpdatedAt: stamp(r.CreatedAt)}
-	for _, t := range []time.Time{r.DecidedAt, r.ActivatedAt, r.SupersededAt, r.RolledBackAt} {
-		if !t.IsZero() && stamp(t) > out.UpdatedAt {
-			out.UpdatedAt = stamp(t)
-		}
-	}
-	switch out.Status {
-	case statusSucceeded:
-		out.Results = append(out.Results, mem0Event{ID: r.SlotID, Memory: r.Summary, Event: out.EventType})
-	case statusFailed:
-		out.Error = failure(r)
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: indentJSON(out)}}}, out, nil
-}
-
-// failure says why a version never applied or was undone.
-func failure(r *memory.Record) string {
-	switch {
-	case r.Status == memory.StatusRolledBack:
-		return "rolled back: " + orUnknown(r.RollbackReason)
-	case r.Review != nil && r.Review.Outcome == memory.OutcomeRejected:
-		return "rejected by a reviewer: " + orUnknown(r.Review.Note)
-	}
-	return "rejected by policy: " + orUnknown(reasonOf(r))
+// textResult shows v as indented JSON, as server-memory writes results.
+func textResult(v any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: indentJSON(v)}}}
 }

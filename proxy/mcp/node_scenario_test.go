@@ -18,8 +18,8 @@ import (
 )
 
 var allTools = []string{"add_memory", "add_observations", "create_entities", "create_relations", "delete_entities",
-	"delete_memory", "delete_observations", "delete_relations", "get_event_status", "get_memory", "open_nodes",
-	"read_graph", "search_memories", "search_nodes", "update_memory"}
+	"delete_memory", "delete_observations", "delete_relations", "get_event_status", "get_memories", "get_memory",
+	"get_memory_history", "open_nodes", "read_graph", "search_memories", "search_nodes", "update_memory"}
 
 // scenario runs, through a real TypeScript client however connected, what
 // an agent does with memory: list tools, create, read, search, delete, a

@@ -7,6 +7,8 @@
 //
 // It uses the official MCP Go SDK for the protocol; this package only
 // translates tool calls into candidates and outcomes into tool results.
+// The Mem0-style tools go further: they call the Mem0 dialect's Go API
+// (proxy/mem0), so they answer what Mem0's REST API answers.
 package mcp
 
 import (
@@ -19,6 +21,7 @@ import (
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
+	"github.com/memgate/memgate/proxy/mem0"
 )
 
 // Options configure a Server.
@@ -53,11 +56,17 @@ type Options struct {
 	// SDK's own localhost-only check is turned off. Without it the SDK
 	// refuses a non-localhost Host on a loopback connection.
 	HostChecked bool
+	// Mem0 serves the Mem0-style tools: the same Handler that serves the
+	// Mem0 REST routes (governing through the same Governor), so a memory
+	// and its events read alike in both dialects. Without one the tools
+	// keep no Mem0 event log: an event is one version, its id the record id.
+	Mem0 *mem0.Handler
 }
 
 // Server is the MCP memory server. It is safe for concurrent use.
 type Server struct {
 	gov         *memory.Governor
+	mem0        *mem0.Handler
 	log         *slog.Logger
 	defaultUser string
 	srv         *mcp.Server
@@ -87,7 +96,10 @@ func NewServer(gov *memory.Governor, o Options) *Server {
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
-	s := &Server{gov: gov, log: o.Logger, defaultUser: o.DefaultUserID}
+	if o.Mem0 == nil {
+		o.Mem0 = mem0.New(mem0.Options{Gov: gov, Logger: o.Logger})
+	}
+	s := &Server{gov: gov, mem0: o.Mem0, log: o.Logger, defaultUser: o.DefaultUserID}
 	s.closing, s.close = context.WithCancel(context.Background())
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "memgate", Title: "memgate governed memory", Version: o.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(o.Logger), Capabilities: &mcp.ServerCapabilities{}})
