@@ -267,7 +267,9 @@ func mcpWrite(ctx context.Context, s *dialectStack, e policy.Example, user strin
 	}
 	var out struct {
 		Status  string `json:"status"`
-		EventID string `json:"event_id"`
+		Results []struct {
+			RecordID string `json:"record_id"`
+		} `json:"results"`
 	}
 	raw, _ := json.Marshal(res.StructuredContent)
 	if res.StructuredContent == nil && len(text) > 0 {
@@ -276,7 +278,10 @@ func mcpWrite(ctx context.Context, s *dialectStack, e policy.Example, user strin
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return dialectAnswer{}, fmt.Errorf("add_memory answered (error %v) %s", res.IsError, clip([]byte(strings.Join(text, "\n"))))
 	}
-	a := dialectAnswer{recordID: out.EventID, detail: out.Status}
+	a := dialectAnswer{detail: out.Status}
+	if len(out.Results) > 0 {
+		a.recordID = out.Results[0].RecordID // the event id is a Mem0 event's, not a record's
+	}
 	switch {
 	case out.Status == "SUCCEEDED" && !res.IsError:
 		a.action = memory.ActionApply

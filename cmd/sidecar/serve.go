@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/memgate/memgate/embed"
 	"github.com/memgate/memgate/guard"
 	memjudge "github.com/memgate/memgate/judge"
 	"github.com/memgate/memgate/memory"
@@ -62,6 +63,8 @@ type serveConfig struct {
 	agentKeysFile      string
 	allowNoKeys        bool
 	generateAgentKey   bool
+	embedURL           string
+	embedModel         string
 	allowedHosts       string
 	allowedOrigins     string
 	mcpMaxSessions     int
@@ -100,6 +103,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.extractorURL, "extractor-url", "", "OpenAI-compatible chat-completions endpoint that extracts facts from Mem0 adds with infer=true (e.g. http://127.0.0.1:8080/v1); empty: each message is a candidate")
 	fs.StringVar(&c.extractorModel, "extractor-model", "gpt-4o-mini", "model name sent to --extractor-url")
 	fs.StringVar(&c.judgeURL, "judge-url", "", "OpenAI-compatible chat-completions endpoint whose model also classifies each write's text, as input.judge (key in MEMGATE_JUDGE_API_KEY); empty: no judge")
+	fs.StringVar(&c.embedURL, "embed-url", "", "OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp, vLLM, OpenAI; key in MEMGATE_EMBED_API_KEY) that makes search semantic as well as lexical; empty: lexical only")
+	fs.StringVar(&c.embedModel, "embed-model", embed.DefaultModel, "model name sent to --embed-url")
 	fs.StringVar(&c.judgeModel, "judge-model", "gpt-4o-mini", "model name sent to --judge-url")
 	fs.DurationVar(&c.judgeTimeout, "judge-timeout", 2*time.Second, "bound on one judge request; past it the rules' verdict stands alone")
 	fs.StringVar(&c.agentKeysFile, "agent-keys-file", "", "JSON file of agent keys and the tenants they bind (see SECURITY.md); added to the keys in MEMGATE_AGENT_KEYS (alias MEMGATE_MEM0_API_KEYS)")
@@ -273,7 +278,12 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 
 	// One index of the active layer, following the store's commits, that
 	// every dialect reads through.
-	index := search.New(st, search.Options{Logger: log})
+	semantic, closeEmbeddings, err := openEmbeddings(cfg, st, reg, log)
+	if err != nil {
+		return err
+	}
+	defer closeEmbeddings()
+	index := search.New(st, search.Options{Semantic: semantic, Logger: log})
 	defer index.Close()
 
 	var ready atomic.Bool
