@@ -36,6 +36,9 @@ type Options struct {
 	// as input.judge. It is asked before the slot is locked; an error or a
 	// late answer leaves the rules' verdict alone.
 	Judge Judge
+	// Active, if set, answers List from an index of the active layer kept
+	// beside the store (search.Index); without it List scans the store.
+	Active ActiveLister
 }
 
 // Governor runs every memory write through policy and applies the resulting
@@ -63,6 +66,7 @@ type Governor struct {
 	batch   int
 	secrets SecretScanner
 	judge   Judge
+	active  ActiveLister
 	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
 }
 
@@ -70,7 +74,7 @@ type Governor struct {
 func NewGovernor(o Options) *Governor {
 	g := &Governor{store: o.Store, policy: o.Classifier, obs: o.Observer, log: o.Logger, now: o.Now,
 		newID: o.NewID, outbox: o.Outbox, waker: o.Waker, timeout: o.PolicyTimeout, batch: o.BatchSlots,
-		secrets: o.Secrets, judge: o.Judge}
+		secrets: o.Secrets, judge: o.Judge, active: o.Active}
 	if g.secrets == nil {
 		g.secrets, _ = o.Classifier.(SecretScanner)
 	}

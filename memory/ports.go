@@ -202,3 +202,11 @@ type Candidate struct {
 	Scope           Scope           `json:"scope,omitzero"`
 	Metadata        map[string]any  `json:"metadata,omitempty"`
 }
+
+// ActiveLister lists the active layer from an index kept in step with the
+// store's commits (package search implements it). It answers as List
+// would: active records passing f, of the caller's tenant, oldest first
+// within a subject, at most f.Limit.
+type ActiveLister interface {
+	ListActive(ctx context.Context, f ListFilter) ([]*Record, error)
+}

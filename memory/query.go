@@ -85,10 +85,10 @@ func (f *ListFilter) Match(r *Record, words []string) bool {
 }
 
 // List returns active records only, oldest first: reads never see pending,
-// superseded, rejected or rolled-back versions. It loads and tests every
-// active record of the subject (of all subjects without one): the dialects
-// read through package search, which keeps the index of active records in
-// memory; List serves the governor's own callers and tests.
+// superseded, rejected or rolled-back versions. With Options.Active it
+// reads through that index (package search keeps the active layer's index
+// in memory); otherwise it loads and tests every active record of the
+// subject (of all subjects without one).
 func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	if f.Layer != "" && !f.Layer.Valid() {
 		return nil, Errorf(EINVALID, "unknown layer %q", f.Layer)
@@ -102,6 +102,9 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	out := []*Record{}
 	if !TenantOf(ctx).narrow(&f) {
 		return out, nil
+	}
+	if g.active != nil {
+		return g.active.ListActive(ctx, f)
 	}
 	words := strings.Fields(strings.ToLower(f.Query))
 	err := g.store.View(ctx, func(tx ReadTx) error {

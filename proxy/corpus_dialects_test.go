@@ -354,17 +354,18 @@ func newDialectStack(t *testing.T) *dialectStack {
 			t.Errorf("closing the store: %v", err)
 		}
 	})
+	index := search.New(st, search.Options{})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: cls, Secrets: sc, Logger: discard(),
 		// Under -race on a busy 2-core runner one evaluation may take longer
 		// than the sidecar's default; a timeout would park the write as a
 		// policy error and count as the classifier's.
-		PolicyTimeout: 10 * time.Second})
+		PolicyTimeout: 10 * time.Second, Active: index})
 
 	mux := http.NewServeMux()
-	index := search.New(st, search.Options{})
 	(&proxy.Native{Gov: gov, Search: index, Log: discard()}).Register(mux)
-	mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: discard()}).Register(mux)
-	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: discard()})
+	m0 := mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: discard()})
+	m0.Register(mux)
+	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: discard(), Mem0: m0}) // as the binary wires it
 	mcpSrv.Register(mux)
 	srv := httptest.NewServer(mux) // 127.0.0.1
 	t.Cleanup(srv.Close)

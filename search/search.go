@@ -357,3 +357,15 @@ func Newer(a, b *memory.Record) bool {
 	}
 	return a.ID > b.ID
 }
+
+var _ memory.ActiveLister = (*Index)(nil)
+
+// ListActive is List for a native query (memory.ListFilter): the
+// governor's List reads through it (memory.Options.Active).
+func (x *Index) ListActive(ctx context.Context, f memory.ListFilter) ([]*memory.Record, error) {
+	flt, err := FromList(f)
+	if err != nil {
+		return nil, err
+	}
+	return x.List(ctx, flt, f.Limit)
+}

@@ -62,11 +62,23 @@ func TestListFiltersOnTheIndex(t *testing.T) {
 	}
 	for _, budget := range []int64{0, -1} {
 		x := New(st, Options{Budget: budget})
+		viaIndex := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy), Active: x})
 		for _, f := range filters {
 			t.Run(fmt.Sprintf("budget %d %+v", budget, f), func(t *testing.T) {
 				got, err := list(ctx, x, f)
 				if err != nil {
 					t.Fatal(err)
+				}
+				// The governor's List reads through the index
+				// (memory.Options.Active) and answers as its scan does,
+				// in the same order.
+				scanned, err1 := gov.List(ctx, f)
+				indexed, err2 := viaIndex.List(ctx, f)
+				if err1 != nil || err2 != nil {
+					t.Fatal(err1, err2)
+				}
+				if f.Limit == 0 && !slices.EqualFunc(scanned, indexed, func(a, b *memory.Record) bool { return a.ID == b.ID }) {
+					t.Fatalf("the governor's List through the index differs from its scan: %d vs %d records", len(indexed), len(scanned))
 				}
 				var want []string
 				fw := strings.Fields(strings.ToLower(f.Query))

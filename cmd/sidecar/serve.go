@@ -272,12 +272,8 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("secret scanner: %w", err)
 	}
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
-		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner})
-	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st, Logger: log}))
-
 	// One index of the active layer, following the store's commits, that
-	// every dialect reads through.
+	// every dialect and the governor's List read through.
 	semantic, closeEmbeddings, err := openEmbeddings(cfg, st, reg, log)
 	if err != nil {
 		return err
@@ -285,6 +281,11 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	defer closeEmbeddings()
 	index := search.New(st, search.Options{Semantic: semantic, Logger: log})
 	defer index.Close()
+
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
+		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner,
+		Active: index})
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st, Logger: log}))
 
 	var ready atomic.Bool
 	agentMux := http.NewServeMux()
