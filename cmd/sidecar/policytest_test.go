@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/policy"
+	"github.com/memgate/memgate/secrets"
+	"github.com/memgate/memgate/store"
+)
+
+// defaultGovernor is the governor the sidecar runs with the default policy
+// and the secret scanner, on a Badger store.
+func defaultGovernor(t *testing.T) *memory.Governor {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	compiled, err := policy.Compile(context.Background(), policy.DefaultFiles())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := secrets.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return memory.NewGovernor(memory.Options{Store: st, Classifier: compiled, Secrets: sc})
+}
+
+// writeDefaultCopy writes the default policy to a directory, as an operator
+// copies it, with edit applied to its data document.
+func writeDefaultCopy(t *testing.T, edit func(rules map[string]any)) string {
+	t.Helper()
+	dir := t.TempDir()
+	for p, content := range policy.DefaultFiles() {
+		if p == "data.json" && edit != nil {
+			var data map[string]any
+			if err := json.Unmarshal([]byte(content), &data); err != nil {
+				t.Fatal(err)
+			}
+			edit(data[policy.ConfigRoot].(map[string]any)["rules"].(map[string]any))
+			b, err := json.MarshalIndent(data, "", " ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			content = string(b)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// submitLog writes what an operator's first week holds: a new state fact
+// and its override (parked: state_override alone), a credential (rejected,
+// redacted) and a chit-chat line of a Mem0 conversation (rejected as not a
+// memory, redacted too).
+func submitLog(t *testing.T, gov *memory.Governor) {
+	t.Helper()
+	ctx := context.Background()
+	for _, w := range []struct {
+		c    memory.Candidate
+		want memory.Outcome
+	}{
+		{memory.Candidate{Layer: memory.LayerState, SubjectID: "project-alpha", FactType: "release.stage", Summary: "project alpha is in beta"}, memory.OutcomeApplied},
+		{memory.Candidate{Layer: memory.LayerState, SubjectID: "project-alpha", FactType: "release.stage", Summary: "project alpha is in production"}, memory.OutcomeParked},
+		{memory.Candidate{SubjectID: "u1", Summary: "my api key is sk-abc123def456ghi789jkl"}, memory.OutcomeRefused},
+		{memory.Candidate{Summary: "Hi!", Scope: memory.Scope{UserID: "u2"}, Actor: memory.Actor{Dialect: "mem0"},
+			Evidence: memory.Evidence{SourceRef: "mem0:infer:u2#0"}}, memory.OutcomeRefused},
+	} {
+		res, err := gov.Submit(ctx, w.c)
+		if err != nil || res.Outcome != w.want {
+			t.Fatalf("%q: %v %v, want %s", w.c.Summary, res, err, w.want)
+		}
+	}
+}
+
+// An unchanged copy of the default policy replays with no change over a
+// log whose rejected writes were redacted: they keep their recorded
+// decision, and the report counts them.
+func TestReplayUnchangedCopyKeepsRedactedDecisions(t *testing.T) {
+	gov := defaultGovernor(t)
+	submitLog(t, gov)
+	files, err := policy.ReadDir(writeDefaultCopy(t, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := replayPolicy(gov)(context.Background(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := out.(*policy.ReplayReport)
+	if r.Evaluated != 4 || r.Same != 4 || r.Changed != 0 || r.Errors != 0 || r.Redacted != 2 ||
+		r.Transitions["reject->reject"] != 2 {
+		t.Fatalf("report %+v, want 4 the same, 2 of them redacted rejections", r)
+	}
+}
+
+// An operator tunes the policy with data alone: a copy whose only change
+// is state_override's action compiles, passes its Rego tests, and its
+// replay shows exactly the override that would now apply.
+func TestReplayDataOnlyTuning(t *testing.T) {
+	gov := defaultGovernor(t)
+	submitLog(t, gov)
+	dir := writeDefaultCopy(t, func(rules map[string]any) {
+		rules["state_override"].(map[string]any)["action"] = "apply"
+	})
+	files, err := policy.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := replayPolicy(gov)(context.Background(), files)
+	if err != nil {
+		t.Fatalf("the tuned copy does not load: %v", err)
+	}
+	r := out.(*policy.ReplayReport)
+	if r.Changed != 1 || r.Transitions["review->apply"] != 1 || r.Errors != 0  {
+		t.Fatalf("report %+v, want one review->apply", r)
+	}
+	ch := r.Changes[0]
+	if ch.Summary != "project alpha is in production" || len(ch.New.Rules) != 1 || ch.New.Rules[0] != "state_override" {
+		t.Errorf("change %+v", ch)
+	}
+}
