@@ -124,7 +124,7 @@ func TestReplayDataOnlyTuning(t *testing.T) {
 		t.Fatalf("the tuned copy does not load: %v", err)
 	}
 	r := out.(*policy.ReplayReport)
-	if r.Changed != 1 || r.Transitions["review->apply"] != 1 || r.Errors != 0  {
+	if r.Changed != 1 || r.Transitions["review->apply"] != 1 || r.Errors != 0 || r.Redacted != 2 {
 		t.Fatalf("report %+v, want one review->apply", r)
 	}
 	ch := r.Changes[0]
