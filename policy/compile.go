@@ -73,6 +73,14 @@ func Compile(ctx context.Context, files FileSet) (*Compiled, error) {
 	return compile(ctx, files, compileConfig{runTests: true})
 }
 
+// CompileUntested is Compile without running the policy's Rego tests: for
+// a caller that runs them itself (RunRegoTests) and reports their
+// failures next to what the policy decides, as `sidecar policy test` does.
+// Never install what it returns without the tests having passed.
+func CompileUntested(ctx context.Context, files FileSet) (*Compiled, error) {
+	return compile(ctx, files, compileConfig{})
+}
+
 // compile is Compile with its switches.
 func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, error) {
 	rev := files.Revision()
@@ -92,14 +100,11 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 		return nil, err
 	}
 	if cfg.runTests && len(tests) > 0 {
-		all := make(map[string]*ast.Module, len(modules)+len(tests))
-		for k, m := range modules {
-			all[k] = m
+		rep, err := runRegoTests(ctx, withTests(modules, tests), data)
+		if err != nil {
+			return nil, err
 		}
-		for k, m := range tests {
-			all[k] = m
-		}
-		if _, err := runRegoTests(ctx, all, data); err != nil {
+		if err := rep.err(); err != nil {
 			return nil, err
 		}
 	}
