@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
@@ -130,5 +133,101 @@ func TestReplayDataOnlyTuning(t *testing.T) {
 	ch := r.Changes[0]
 	if ch.Summary != "project alpha is in production" || len(ch.New.Rules) != 1 || ch.New.Rules[0] != "state_override" {
 		t.Errorf("change %+v", ch)
+	}
+}
+
+// runPolicyTest runs `sidecar policy test` with args and returns its
+// output and error.
+func runPolicyTest(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), append([]string{"policy", "test"}, args...), strings.NewReader(""), &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+// The built-in policy passes its Rego tests and the examples shipped with
+// it, offline.
+func TestPolicyTestDefault(t *testing.T) {
+	out, err := runPolicyTest(t, "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var rep policyTestReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Policy != "default" || rep.Rego.Total == 0 || rep.Rego.Passed != rep.Rego.Total || len(rep.Examples) != 1 ||
+		rep.Examples[0].Total == 0 || rep.Examples[0].Passed != rep.Examples[0].Total {
+		t.Fatalf("report %s", out)
+	}
+}
+
+// A copy of the default with a retuned rule, a broken Rego test and its
+// own examples: the report names the failed test with its line and the
+// expression that failed, and each example whose action changed with the
+// rules that fired, and the command fails.
+func TestPolicyTestReportsFailures(t *testing.T) {
+	dir := writeDefaultCopy(t, func(rules map[string]any) {
+		rules["knowledge_verified"].(map[string]any)["action"] = "review"
+	})
+	tests := filepath.Join(dir, "rules_test.rego")
+	b, err := os.ReadFile(tests)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(b), "test_checkpoint if {\n", "test_checkpoint if {\n\tcount(rules(decide(phase_write))) == 7\n", 1)
+	if broken == string(b) {
+		t.Fatal("test_checkpoint not found")
+	}
+	if err := os.WriteFile(tests, []byte(broken), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The copy's own examples.jsonl is read by default; --examples replaces it.
+	if err := os.WriteFile(filepath.Join(dir, "examples.jsonl"), policy.DefaultExamples(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mine := filepath.Join(t.TempDir(), "mine.jsonl")
+	if err := os.WriteFile(mine, []byte(`# an operator's examples
+{"id": "office-hours", "lang": "en", "kind": "knowledge", "text": "The Berlin office opens at 9", "expect": "apply"}
+{"id": "freeze", "lang": "en", "kind": "strategy", "text": "Never deploy on Fridays", "expect": "review"}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := runPolicyTest(t, "--policy-dir", dir)
+	if !errors.Is(err, errPolicyTestFailed) {
+		t.Fatalf("error %v, want the test to fail\n%s", err, out)
+	}
+	for _, want := range []string{
+		"FAIL data.memgate_test.test_checkpoint (rules_test.rego:",
+		"failed at rules_test.rego:",
+		"count(rules(decide(phase_write))) == 7",
+		"examples.jsonl: ",
+		"MISMATCH knowledge-en (knowledge): expected apply, got review; rules knowledge_verified; layer knowledge",
+		"FAIL: 1 of ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, err = runPolicyTest(t, "--policy-dir", dir, "--examples", mine, "--json")
+	if !errors.Is(err, errPolicyTestFailed) {
+		t.Fatalf("error %v\n%s", err, out)
+	}
+	var rep policyTestReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Examples) != 1 || rep.Examples[0].File != mine || rep.Examples[0].Total != 2 || rep.Examples[0].Passed != 1 {
+		t.Fatalf("examples %+v", rep.Examples)
+	}
+	m := rep.Examples[0].Mismatches[0]
+	if m.ID != "office-hours" || m.Expect != memory.ActionApply || m.Got != memory.ActionReview ||
+		len(m.Rules) != 1 || m.Rules[0] != "knowledge_verified" || m.Text != "The Berlin office opens at 9" {
+		t.Errorf("mismatch %+v", m)
+	}
+	if len(rep.Rego.Failures) != 1 || rep.Rego.Failures[0].Test != "data.memgate_test.test_checkpoint" {
+		t.Errorf("rego %+v", rep.Rego)
 	}
 }
