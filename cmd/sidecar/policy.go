@@ -128,6 +128,9 @@ func printReplay(w io.Writer, raw json.RawMessage) error {
 	}
 	fmt.Fprintf(w, "Policy %s over %d recorded writes: %d same, %d changed, %d errors\n",
 		clip(rep.Revision, 12), rep.Evaluated, rep.Same, rep.Changed, rep.Errors)
+	if rep.Redacted > 0 {
+		fmt.Fprintf(w, "  redacted: %d rejected writes whose text the log no longer holds were replayed from their recorded decision, not re-evaluated\n", rep.Redacted)
+	}
 	if rep.PendingMissing > 0 {
 		fmt.Fprintf(w, "  %d references to pending writes could not be resolved; those writes were replayed without them\n", rep.PendingMissing)
 	}

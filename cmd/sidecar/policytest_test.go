@@ -107,6 +107,17 @@ func TestReplayUnchangedCopyKeepsRedactedDecisions(t *testing.T) {
 		r.Transitions["reject->reject"] != 2 {
 		t.Fatalf("report %+v, want 4 the same, 2 of them redacted rejections", r)
 	}
+	raw, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := printReplay(&text, raw); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "4 same, 0 changed") || !strings.Contains(text.String(), "redacted: 2 rejected writes") {
+		t.Errorf("replay text:\n%s", text.String())
+	}
 }
 
 // An operator tunes the policy with data alone: a copy whose only change
