@@ -84,14 +84,7 @@ func CompileUntested(ctx context.Context, files FileSet) (*Compiled, error) {
 // compile is Compile with its switches.
 func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, error) {
 	rev := files.Revision()
-	if err := files.Validate(); err != nil {
-		return nil, err
-	}
-	modules, tests, err := parseModules(files)
-	if err != nil {
-		return nil, err
-	}
-	data, err := mergeData(files)
+	modules, tests, data, err := parsePolicy(files)
 	if err != nil {
 		return nil, err
 	}
@@ -150,6 +143,21 @@ func (p *Compiled) Revision() string { return p.revision }
 
 // Files returns the policy's files; the caller must not modify them.
 func (p *Compiled) Files() FileSet { return p.files }
+
+// parsePolicy checks a policy's files against the bounds, parses its
+// modules (tests apart) and merges its data documents.
+func parsePolicy(files FileSet) (modules, tests map[string]*ast.Module, data map[string]any, err error) {
+	if err := files.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	if modules, tests, err = parseModules(files); err != nil {
+		return nil, nil, nil, err
+	}
+	if data, err = mergeData(files); err != nil {
+		return nil, nil, nil, err
+	}
+	return modules, tests, data, nil
+}
 
 // parseModules parses every .rego file as Rego v1, separating the tests.
 func parseModules(files FileSet) (modules, tests map[string]*ast.Module, err error) {

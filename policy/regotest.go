@@ -71,11 +71,7 @@ func (r *RegoTestReport) err() error {
 // failed at. An error means the tests could not be run at all (the files
 // do not parse, or ctx ended); failed tests are in the report.
 func RunRegoTests(ctx context.Context, files FileSet) (*RegoTestReport, error) {
-	modules, tests, err := parseModules(files)
-	if err != nil {
-		return nil, err
-	}
-	data, err := mergeData(files)
+	modules, tests, data, err := parsePolicy(files)
 	if err != nil {
 		return nil, err
 	}
