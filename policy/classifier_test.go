@@ -181,12 +181,19 @@ func TestDirReload(t *testing.T) {
 		t.Errorf("refusal not logged: %s", rec.logged())
 	}
 
-	// A change that fails the policy's own Rego tests is refused too.
-	failing := withRule(t, "checkpoint", "action", "reject")
+	// A change that fails the policy's own Rego tests is refused too, with
+	// the test and the expression it failed at named. (A rule's outcome
+	// changed in data alone fails no test: the tests leave it to data.)
+	failing := DefaultFiles()
+	failing["rules.rego"] = strings.Replace(failing["rules.rego"], "fired contains \"checkpoint\" if {\n\tlayer == \"checkpoint\"",
+		"fired contains \"checkpoint\" if {\n\tlayer == \"no-such-layer\"", 1)
+	if failing["rules.rego"] == DefaultFiles()["rules.rego"] {
+		t.Fatal("the checkpoint rule was not found")
+	}
 	writePolicy(t, dir, failing)
 	err := c.Reload(ctx)
-	if err == nil || !strings.Contains(err.Error(), "test_checkpoint") {
-		t.Fatalf("reload error %v, want the failing test named", err)
+	if err == nil || !strings.Contains(err.Error(), "test_checkpoint (rules_test.rego:") || !strings.Contains(err.Error(), "failed at rules_test.rego:") {
+		t.Fatalf("reload error %v, want the failing test and expression named", err)
 	}
 	if c.Revision() != good || actionOf(t, c) != memory.ActionReview {
 		t.Fatalf("revision %s after a failing test, want %s kept", c.Revision(), good)

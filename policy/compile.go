@@ -73,17 +73,18 @@ func Compile(ctx context.Context, files FileSet) (*Compiled, error) {
 	return compile(ctx, files, compileConfig{runTests: true})
 }
 
+// CompileUntested is Compile without running the policy's Rego tests: for
+// a caller that runs them itself (RunRegoTests) and reports their
+// failures next to what the policy decides, as `sidecar policy test` does.
+// Never install what it returns without the tests having passed.
+func CompileUntested(ctx context.Context, files FileSet) (*Compiled, error) {
+	return compile(ctx, files, compileConfig{})
+}
+
 // compile is Compile with its switches.
 func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, error) {
 	rev := files.Revision()
-	if err := files.Validate(); err != nil {
-		return nil, err
-	}
-	modules, tests, err := parseModules(files)
-	if err != nil {
-		return nil, err
-	}
-	data, err := mergeData(files)
+	modules, tests, data, err := parsePolicy(files)
 	if err != nil {
 		return nil, err
 	}
@@ -92,14 +93,11 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 		return nil, err
 	}
 	if cfg.runTests && len(tests) > 0 {
-		all := make(map[string]*ast.Module, len(modules)+len(tests))
-		for k, m := range modules {
-			all[k] = m
+		rep, err := runRegoTests(ctx, withTests(modules, tests), data)
+		if err != nil {
+			return nil, err
 		}
-		for k, m := range tests {
-			all[k] = m
-		}
-		if _, err := runRegoTests(ctx, all, data); err != nil {
+		if err := rep.err(); err != nil {
 			return nil, err
 		}
 	}
@@ -145,6 +143,21 @@ func (p *Compiled) Revision() string { return p.revision }
 
 // Files returns the policy's files; the caller must not modify them.
 func (p *Compiled) Files() FileSet { return p.files }
+
+// parsePolicy checks a policy's files against the bounds, parses its
+// modules (tests apart) and merges its data documents.
+func parsePolicy(files FileSet) (modules, tests map[string]*ast.Module, data map[string]any, err error) {
+	if err := files.Validate(); err != nil {
+		return nil, nil, nil, err
+	}
+	if modules, tests, err = parseModules(files); err != nil {
+		return nil, nil, nil, err
+	}
+	if data, err = mergeData(files); err != nil {
+		return nil, nil, nil, err
+	}
+	return modules, tests, data, nil
+}
 
 // parseModules parses every .rego file as Rego v1, separating the tests.
 func parseModules(files FileSet) (modules, tests map[string]*ast.Module, err error) {

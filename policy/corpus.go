@@ -3,6 +3,7 @@ package policy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -87,6 +88,30 @@ func ReadExamples(r io.Reader) ([]Example, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// SubmitExample writes an example through g as the sidecar receives a
+// free-text write: a summary with the example's source, declaring layer if
+// not empty (else the example's layer, if any), in a scope of its own user
+// (so examples never meet in a slot; tag keeps repeated runs apart), from
+// the native dialect. It returns the action the write met (an unchanged
+// repeat counts as applied) and the governor's result.
+func SubmitExample(ctx context.Context, g *memory.Governor, e Example, layer memory.Layer, tag string) (memory.Action, *memory.SubmitResult, error) {
+	if layer == "" {
+		layer = e.Layer
+	}
+	res, err := g.Submit(ctx, memory.Candidate{Summary: e.Text, Layer: layer, CandidateSource: e.Source,
+		Scope: memory.Scope{UserID: "u-" + e.ID + tag}, Actor: memory.Actor{AgentID: "corpus", Dialect: "native"}})
+	if err != nil {
+		return "", nil, err
+	}
+	switch res.Outcome {
+	case memory.OutcomeApplied, memory.OutcomeUnchanged:
+		return memory.ActionApply, res, nil
+	case memory.OutcomeParked:
+		return memory.ActionReview, res, nil
+	}
+	return memory.ActionReject, res, nil
 }
 
 // Score is a confusion matrix of expected against actual actions over

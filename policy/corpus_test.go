@@ -73,25 +73,9 @@ func corpusGovernor(t testing.TB, opts ...func(*memory.Options)) *memory.Governo
 	return memory.NewGovernor(o)
 }
 
-// submitExample writes one example as a free-text write of its own user
-// (so examples never meet in a slot), declaring layer if not empty.
-func submitExample(ctx context.Context, g *memory.Governor, e policy.Example, layer memory.Layer, tag string) (memory.Action, *memory.SubmitResult, error) {
-	if layer == "" {
-		layer = e.Layer
-	}
-	res, err := g.Submit(ctx, memory.Candidate{Summary: e.Text, Layer: layer, CandidateSource: e.Source,
-		Scope: memory.Scope{UserID: "u-" + e.ID + tag}, Actor: memory.Actor{AgentID: "corpus", Dialect: "native"}})
-	if err != nil {
-		return "", nil, err
-	}
-	switch res.Outcome {
-	case memory.OutcomeApplied, memory.OutcomeUnchanged:
-		return memory.ActionApply, res, nil
-	case memory.OutcomeParked:
-		return memory.ActionReview, res, nil
-	}
-	return memory.ActionReject, res, nil
-}
+// submitExample is policy.SubmitExample, as `sidecar policy test` decides
+// an operator's examples.
+var submitExample = policy.SubmitExample
 
 // scoreText is the score's table and a line for every example that
 // breaks a promise.

@@ -30,3 +30,13 @@ func DefaultFiles() FileSet {
 	}
 	return files
 }
+
+//go:embed default/examples.jsonl
+var defaultExamples []byte
+
+// DefaultExamples returns the table of example writes shipped beside the
+// default policy (default/examples.jsonl, in ReadExamples' format): what
+// `sidecar policy test` checks the built-in policy against. It is not
+// part of the policy's files; an operator who copies the default keeps it
+// as examples.jsonl in the copy.
+func DefaultExamples() []byte { return defaultExamples }

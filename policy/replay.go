@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/memgate/memgate/memory"
@@ -19,6 +20,12 @@ type ReplayReport struct {
 	Changed   int    `json:"changed"`   // a different action
 	Errors    int    `json:"errors"`    // writes the policy could not decide
 	Skipped   int    `json:"skipped"`   // events that are not a decided write
+	// Redacted counts the rejected writes whose text the log no longer
+	// holds: the governor keeps only a fingerprint of a rejected
+	// candidate, so a secret or a chit-chat line cannot be decided again.
+	// They keep the decision recorded with them and count as the same,
+	// with their own "old->old" transition; this says how many there were.
+	Redacted int `json:"redacted"`
 	// PendingResolved counts the slots' pending writes that replayed
 	// inputs reference by id (memory.RecordedInput) and the replay loaded,
 	// once per input; PendingMissing the ones it could not (no longer
@@ -157,6 +164,12 @@ func (r *Replayer) add(ctx context.Context, ev *memory.Event) *memory.RecordedIn
 	if err != nil {
 		rep.fail(ev, fmt.Errorf("decode recorded input: %w", err))
 		return nil
+	}
+	if redacted(rin) {
+		rep.Redacted++
+		rep.Same++
+		rep.Transitions[string(ev.Decision.Action)+"->"+string(ev.Decision.Action)]++
+		return rin
 	}
 	in := rin.PolicyInput // a copy: rin keeps what was recorded
 	if !rin.Embedded() {
@@ -299,6 +312,16 @@ func (r *Replayer) dropPending(id string) {
 	} else {
 		r.pending[slot] = ids
 	}
+}
+
+// redacted reports whether a recorded input's candidate is the stored,
+// redacted record of a rejected write rather than the write as it was
+// decided: memory redacts every rejected candidate (its summary becomes a
+// fingerprint, its value, metadata and excerpt are dropped) and records
+// that form, so as not to keep a secret in the log.
+func redacted(rin *memory.RecordedInput) bool {
+	c := rin.Candidate
+	return c.Status == memory.StatusRejected && strings.HasPrefix(c.Summary, "[redacted")
 }
 
 // endsWith reports whether s ends with suffix.

@@ -99,3 +99,34 @@ func TestReplayStopsOnCancel(t *testing.T) {
 		t.Fatalf("report %+v, error %v", r, err)
 	}
 }
+
+// A rejected write is recorded redacted: its text is gone, so replay keeps
+// its recorded decision instead of deciding a fingerprint, and counts it.
+func TestReplayKeepsTheDecisionOfARedactedWrite(t *testing.T) {
+	rejected := func(id, summary string, status memory.Status) *memory.Event {
+		in := &memory.PolicyInput{Op: memory.OpWrite, Pending: []*memory.Record{}, Dialect: "mem0",
+			Candidate: &memory.Record{ID: id, SlotID: id, Op: memory.OpWrite, Layer: memory.LayerKnowledge, SubjectID: "u2",
+				Summary: summary, Status: status, Evidence: memory.Evidence{SourceRef: "mem0:infer:u2#0"}}}
+		raw, err := memory.RecordInput(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &memory.Event{ID: "ev-" + id, Type: memory.EventRejected, RecordID: id, Input: raw,
+			Decision: &memory.Decision{Action: memory.ActionReject, Risk: memory.RiskLow, Reasons: []memory.Reason{{Rule: "not_a_memory"}}}}
+	}
+	events := []*memory.Event{
+		rejected("r1", "[redacted: 3 bytes rejected by policy, sha256 82e0b92772bc0da5]", memory.StatusRejected),
+		rejected("r2", "Hi!", ""), // as decided: evaluated again
+	}
+	r, err := Replay(context.Background(), compileDefault(t), events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Evaluated != 2 || r.Same != 2 || r.Redacted != 1 || r.Changed != 0 || r.Transitions["reject->reject"] != 2 {
+		t.Fatalf("report %+v", r)
+	}
+	r, err = Replay(context.Background(), compileDefault(t), events[:1])
+	if err != nil || r.Redacted != 1 || r.Same != 1 {
+		t.Fatalf("report %+v, error %v", r, err)
+	}
+}

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +21,8 @@ import (
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/policy"
+	"github.com/memgate/memgate/secrets"
+	"github.com/memgate/memgate/store"
 )
 
 // openPolicy starts the policy engine: the operator's directory (reloaded on
@@ -110,8 +115,8 @@ func policyCommand(cl *cliEnv) *ffcli.Command {
 			return c.show(cl.stdout, raw, func(w io.Writer) error { return printReplay(w, raw) })
 		})
 	return &ffcli.Command{
-		Name: "policy", ShortUsage: "sidecar policy replay --policy-dir DIR", ShortHelp: "try a policy before switching to it",
-		Subcommands: []*ffcli.Command{replay},
+		Name: "policy", ShortUsage: "sidecar policy replay|test [flags]", ShortHelp: "test a policy and try it before switching to it",
+		Subcommands: []*ffcli.Command{replay, policyTestCommand(cl)},
 		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
 	}
 }
@@ -123,6 +128,9 @@ func printReplay(w io.Writer, raw json.RawMessage) error {
 	}
 	fmt.Fprintf(w, "Policy %s over %d recorded writes: %d same, %d changed, %d errors\n",
 		clip(rep.Revision, 12), rep.Evaluated, rep.Same, rep.Changed, rep.Errors)
+	if rep.Redacted > 0 {
+		fmt.Fprintf(w, "  redacted: %d rejected writes whose text the log no longer holds were replayed from their recorded decision, not re-evaluated\n", rep.Redacted)
+	}
 	if rep.PendingMissing > 0 {
 		fmt.Fprintf(w, "  %d references to pending writes could not be resolved; those writes were replayed without them\n", rep.PendingMissing)
 	}
@@ -149,4 +157,272 @@ func printReplay(w io.Writer, raw json.RawMessage) error {
 		fmt.Fprintf(w, "error on %s: %s\n", f.RecordID, f.Error)
 	}
 	return nil
+}
+
+// policyTestCommand is `sidecar policy test`: offline, with no sidecar
+// running, it runs a policy's Rego tests and decides the operator's
+// example writes through it as the sidecar would.
+func policyTestCommand(cl *cliEnv) *ffcli.Command {
+	fs := flag.NewFlagSet("sidecar policy test", flag.ContinueOnError)
+	fs.SetOutput(cl.stderr)
+	var t policyTest
+	fs.StringVar(&t.dir, "policy-dir", "", "directory of the policy to test (default: the policy built into the binary)")
+	fs.Func("examples", "file of example writes, in the labelled corpus's format; repeatable (default: DIR/examples.jsonl if it exists)",
+		func(s string) error { t.examples = append(t.examples, s); return nil })
+	fs.BoolVar(&t.json, "json", false, "print the report as JSON")
+	return &ffcli.Command{
+		Name: "test", ShortUsage: "sidecar policy test [--policy-dir DIR] [--examples FILE ...] [--json]",
+		ShortHelp: "run a policy's Rego tests and its table of example writes, offline",
+		LongHelp: "Runs the Rego tests of the policy in DIR and reports each failure with its file:line and the\n" +
+			"expression that failed; then writes each example of the examples files through the policy as\n" +
+			"the sidecar would (placement, secret scanner, decision; no judge) on a scratch store, and\n" +
+			"reports each whose action differs from the one expected, with the rules that fired. Exits\n" +
+			"with status 1 if anything failed.",
+		FlagSet: fs, Options: envOptions,
+		Exec: func(ctx context.Context, args []string) error {
+			args, err := interspersed(fs, args)
+			if err != nil {
+				return err
+			}
+			if len(args) > 0 {
+				return fmt.Errorf("policy test takes no arguments, got %q", args)
+			}
+			rep, err := t.run(ctx)
+			if err != nil {
+				return err
+			}
+			if t.json {
+				enc := json.NewEncoder(cl.stdout)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else {
+				var buf bytes.Buffer
+				printPolicyTest(&buf, rep)
+				if _, err := io.WriteString(cl.stdout, inert(buf.String())); err != nil {
+					return err
+				}
+			}
+			if rep.Failed() {
+				return errPolicyTestFailed
+			}
+			return nil
+		},
+	}
+}
+
+// errPolicyTestFailed is `policy test`'s exit status 1: the report said
+// what failed.
+var errPolicyTestFailed = errors.New("policy test failed")
+
+type policyTest struct {
+	dir      string
+	examples []string
+	json     bool
+}
+
+// policyTestReport is what `policy test` prints (and answers with --json).
+type policyTestReport struct {
+	Policy   string                 `json:"policy"` // the directory, or "default"
+	Revision string                 `json:"revision"`
+	Rego     *policy.RegoTestReport `json:"rego"`
+	Examples []exampleFileReport    `json:"examples"`
+}
+
+// exampleFileReport is the outcome of one file of example writes.
+type exampleFileReport struct {
+	File       string            `json:"file"`
+	Total      int               `json:"total"`
+	Passed     int               `json:"passed"`
+	Mismatches []exampleMismatch `json:"mismatches"`
+}
+
+// exampleMismatch is an example the policy decided otherwise than expected.
+type exampleMismatch struct {
+	ID     string        `json:"id"`
+	Kind   string        `json:"kind"`
+	Text   string        `json:"text"`
+	Expect memory.Action `json:"expect"`
+	Got    memory.Action `json:"got"`
+	Rules  []string      `json:"rules"`
+	Layer  memory.Layer  `json:"layer,omitempty"`
+}
+
+// Failed reports whether a Rego test or an example failed.
+func (r *policyTestReport) Failed() bool {
+	if len(r.Rego.Failures) > 0 {
+		return true
+	}
+	for _, f := range r.Examples {
+		if len(f.Mismatches) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// run tests the policy: its Rego tests, then every example file.
+func (t *policyTest) run(ctx context.Context) (*policyTestReport, error) {
+	files, name := policy.DefaultFiles(), "default"
+	if t.dir != "" {
+		var err error
+		if files, err = policy.ReadDir(t.dir); err != nil {
+			return nil, err
+		}
+		name = t.dir
+	}
+	rego, err := policy.RunRegoTests(ctx, files)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", name, err)
+	}
+	compiled, err := policy.CompileUntested(ctx, files)
+	if err != nil {
+		return nil, fmt.Errorf("policy %s does not load: %w", name, err)
+	}
+	rep := &policyTestReport{Policy: name, Revision: compiled.Revision(), Rego: rego, Examples: []exampleFileReport{}}
+	tables, err := t.exampleTables()
+	if err != nil {
+		return nil, err
+	}
+	if len(tables) == 0 {
+		return rep, nil
+	}
+	gov, done, err := scratchGovernor(compiled)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	for _, tab := range tables {
+		fr, err := decideExamples(ctx, gov, tab)
+		if err != nil {
+			return nil, err
+		}
+		rep.Examples = append(rep.Examples, *fr)
+	}
+	return rep, nil
+}
+
+// exampleTable is one file of examples, read.
+type exampleTable struct {
+	file     string
+	examples []policy.Example
+}
+
+// exampleTables reads the examples files given, or else the policy
+// directory's examples.jsonl, or else (for the built-in policy) the
+// examples shipped with it.
+func (t *policyTest) exampleTables() ([]exampleTable, error) {
+	paths := t.examples
+	if len(paths) == 0 && t.dir != "" {
+		p := filepath.Join(t.dir, "examples.jsonl")
+		if _, err := os.Stat(p); err == nil {
+			paths = []string{p}
+		}
+	}
+	if len(paths) == 0 && t.dir == "" {
+		ex, err := policy.ReadExamples(bytes.NewReader(policy.DefaultExamples()))
+		if err != nil {
+			return nil, fmt.Errorf("built-in examples: %w", err)
+		}
+		return []exampleTable{{file: "(built-in examples.jsonl)", examples: ex}}, nil
+	}
+	var out []exampleTable
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		ex, err := policy.ReadExamples(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		out = append(out, exampleTable{file: p, examples: ex})
+	}
+	return out, nil
+}
+
+// scratchGovernor is the governor the sidecar runs (the policy, the secret
+// scanner, a Badger store on disk), on a store in a temporary directory
+// that done removes.
+func scratchGovernor(c *policy.Compiled) (*memory.Governor, func(), error) {
+	dir, err := os.MkdirTemp("", "memgate-policy-test-")
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(store.Options{Dir: dir, NoSync: true, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, fmt.Errorf("scratch store: %w", err)
+	}
+	done := func() {
+		st.Close()
+		os.RemoveAll(dir)
+	}
+	sc, err := secrets.New()
+	if err != nil {
+		done()
+		return nil, nil, fmt.Errorf("secret scanner: %w", err)
+	}
+	return memory.NewGovernor(memory.Options{Store: st, Classifier: c, Secrets: sc}), done, nil
+}
+
+// decideExamples writes each example through gov (policy.SubmitExample,
+// as the labelled corpus's tests do) and collects the mismatches.
+func decideExamples(ctx context.Context, gov *memory.Governor, tab exampleTable) (*exampleFileReport, error) {
+	fr := &exampleFileReport{File: tab.file, Total: len(tab.examples), Mismatches: []exampleMismatch{}}
+	for _, e := range tab.examples {
+		got, res, err := policy.SubmitExample(ctx, gov, e, "", "/"+tab.file)
+		if err != nil {
+			return nil, fmt.Errorf("%s: example %s: %w", tab.file, e.ID, err)
+		}
+		if got == e.Expect {
+			fr.Passed++
+			continue
+		}
+		m := exampleMismatch{ID: e.ID, Kind: e.Kind, Text: e.Text, Expect: e.Expect, Got: got, Rules: []string{}}
+		if rec := res.Record; rec != nil {
+			m.Layer = rec.Layer
+			if rec.Decision != nil {
+				for _, r := range rec.Decision.Reasons {
+					m.Rules = append(m.Rules, r.Rule)
+				}
+			}
+		}
+		fr.Mismatches = append(fr.Mismatches, m)
+	}
+	return fr, nil
+}
+
+func printPolicyTest(w io.Writer, rep *policyTestReport) {
+	fmt.Fprintf(w, "Policy %s (revision %s)\n", rep.Policy, clip(rep.Revision, 12))
+	r := rep.Rego
+	fmt.Fprintf(w, "Rego tests: %d of %d passed\n", r.Passed, r.Total)
+	for _, f := range r.Failures {
+		fmt.Fprintf(w, "  FAIL %s\n", indentLines(f.String(), "       "))
+	}
+	examples, mismatches := 0, 0
+	for _, f := range rep.Examples {
+		examples += f.Total
+		mismatches += len(f.Mismatches)
+		fmt.Fprintf(w, "Examples %s: %d of %d as expected\n", f.File, f.Passed, f.Total)
+		for _, m := range f.Mismatches {
+			fmt.Fprintf(w, "  MISMATCH %s (%s): expected %s, got %s; rules %s; layer %s\n    %q\n", m.ID, m.Kind, m.Expect, m.Got,
+				orDefault(strings.Join(m.Rules, ","), "-"), orDefault(string(m.Layer), "-"), clip(m.Text, 120))
+		}
+	}
+	if len(rep.Examples) == 0 {
+		fmt.Fprintln(w, "Examples: none (give --examples FILE, or keep examples.jsonl in the policy directory)")
+	}
+	verdict := "PASS"
+	if rep.Failed() {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "%s: %d of %d Rego tests failed, %d of %d examples differ\n", verdict, len(r.Failures), r.Total, mismatches, examples)
+}
+
+// indentLines indents every line of s but the first.
+func indentLines(s, indent string) string {
+	return strings.ReplaceAll(s, "\n", "\n"+indent)
 }

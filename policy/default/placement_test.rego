@@ -117,7 +117,7 @@ test_declared_state_with_a_policy_topic_lands_in_the_policy_slot if {
 		"summary": "auto-publish is allowed for this project", "text_norm": " auto publish is allowed for this project "}))
 	d.layer == "policy"
 	d.factType == "publish.auto"
-	d.action == "review"
+	configured(d)
 }
 
 test_writer_value_is_not_replaced if {

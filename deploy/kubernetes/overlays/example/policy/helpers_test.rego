@@ -4,6 +4,8 @@
 # (features.rego), which a Go test holds the sidecar's to.
 package memgate_test
 
+import data.memgate_config as config
+
 import data.memgate
 
 base_candidate := {
@@ -59,6 +61,34 @@ inferred(inp) := object.union(inp, {"candidate": object.union(inp.candidate, {"c
 deletion(fields) := object.union(write(fields), {"op": "delete"})
 
 rules(d) := {r.rule | some r in d.reasons}
+
+# configured(d) holds when d's outcome is the one data.json gives the rules
+# that fired: one rule, its entry as it is; several, the strictest action,
+# the highest risk and the union of their categories. Tests assert which
+# rules fire (the logic) and leave the outcome to the data, so an operator
+# who retunes a rule's action, risk or categories in data.json alone still
+# passes them; the operator's own table of examples (`sidecar policy test`)
+# pins the outcomes they expect.
+configured(d) if {
+	ids := rules(d)
+	count(ids) > 0
+	d.action == strictest_action({config.rules[id].action | some id in ids})
+	d.risk == highest_risk({config.rules[id].risk | some id in ids})
+	d.categories == configured_categories(ids)
+}
+
+configured_categories(ids) := config.rules[id].categories if {
+	count(ids) == 1
+	some id in ids
+} else := sort({c | some id in ids; some c in config.rules[id].categories})
+
+strictest_action(actions) := "reject" if "reject" in actions
+else := "review" if "review" in actions
+else := "apply"
+
+highest_risk(risks) := "high" if "high" in risks
+else := "medium" if "medium" in risks
+else := "low"
 
 # decide(inp) is what the sidecar does with a write: it asks the placement
 # of every write, keeps the writer's layer as declaredLayer and the
