@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -36,6 +37,9 @@ type Options struct {
 	// as input.judge. It is asked before the slot is locked; an error or a
 	// late answer leaves the rules' verdict alone.
 	Judge Judge
+	// PolicyMode is the mode to start in ("": enforce); SetPolicyMode
+	// changes it at run time.
+	PolicyMode PolicyMode
 }
 
 // Governor runs every memory write through policy and applies the resulting
@@ -63,6 +67,7 @@ type Governor struct {
 	batch   int
 	secrets SecretScanner
 	judge   Judge
+	mode    atomic.Bool     // shadow mode (shadow.go)
 	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
 }
 
@@ -92,6 +97,13 @@ func NewGovernor(o Options) *Governor {
 	if g.batch <= 0 {
 		g.batch = 32
 	}
+	mode, err := ParsePolicyMode(string(o.PolicyMode))
+	if err != nil {
+		g.log.Warn("unknown policy mode; enforcing policy", "mode", o.PolicyMode)
+		mode = PolicyEnforce
+	}
+	g.mode.Store(mode == PolicyShadow)
+	g.obs.PolicyMode(mode)
 	return g
 }
 
