@@ -110,8 +110,8 @@ func policyCommand(cl *cliEnv) *ffcli.Command {
 			return c.show(cl.stdout, raw, func(w io.Writer) error { return printReplay(w, raw) })
 		})
 	return &ffcli.Command{
-		Name: "policy", ShortUsage: "sidecar policy replay --policy-dir DIR", ShortHelp: "try a policy before switching to it",
-		Subcommands: []*ffcli.Command{replay},
+		Name: "policy", ShortUsage: "sidecar policy replay --policy-dir DIR | mode [enforce|shadow]", ShortHelp: "try a policy before switching to it; enforce or shadow it",
+		Subcommands: []*ffcli.Command{replay, policyModeCommand(cl)},
 		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
 	}
 }
