@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -42,6 +43,47 @@ func TestPerRuleShadowFromData(t *testing.T) {
 	}
 	if d := classify("Remember that the office is in Berlin"); d.Shadow != nil {
 		t.Errorf("a write no shadowed rule stops has a shadow: %+v", d.Shadow)
+	}
+}
+
+// TestEveryRuleShadowedPassesTheDefaultTests: a copy of the default with
+// every rule marked "mode": "shadow" loads, so its Rego tests hold for any
+// choice of shadowed rules; every rule that parks or rejects is then
+// shadowed, and a secret is still rejected by the decision.
+func TestEveryRuleShadowedPassesTheDefaultTests(t *testing.T) {
+	files := DefaultFiles()
+	var data map[string]map[string]any
+	if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
+		t.Fatal(err)
+	}
+	rules, _ := data[ConfigRoot]["rules"].(map[string]any)
+	if len(rules) == 0 {
+		t.Fatal("the default data has no rules")
+	}
+	for _, r := range rules {
+		r.(map[string]any)["mode"] = "shadow"
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["data.json"] = string(raw)
+	c, err := Compile(context.Background(), files)
+	if err != nil {
+		t.Fatalf("the default with every rule shadowed: %v", err)
+	}
+	rec := &memory.Record{ID: "r1", Layer: memory.LayerPolicy, SubjectID: "s", FactType: "publish.auto", Summary: "never auto-publish", CandidateSource: memory.SourceUser}
+	d, err := c.Classify(context.Background(), &memory.PolicyInput{Op: memory.OpWrite, Candidate: rec, Pending: []*memory.Record{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Action != memory.ActionReview || d.Shadow == nil || d.Shadow.Action != memory.ActionApply {
+		t.Errorf("a policy write with every rule shadowed: %+v shadow %+v", d, d.Shadow)
+	}
+	in := &memory.PolicyInput{Op: memory.OpWrite, Candidate: rec, Pending: []*memory.Record{},
+		Secrets: []memory.SecretFinding{{Field: "summary", Rule: "github-pat"}}}
+	if d, err := c.Classify(context.Background(), in); err != nil || d.Action != memory.ActionReject {
+		t.Errorf("a secret with every rule shadowed: %+v, %v; the decision still rejects", d, err)
 	}
 }
 

@@ -19,8 +19,8 @@ import data.memgate_config as config
 decision := object.union(config.rules[id], {"affects": affects}) if {
 	count(fired) == 1
 	some id in fired
-	not config.rules[id].mode == "shadow"
-} else := object.union(config.rules[id], {"affects": affects, "shadow": {"rules": [id], "action": "apply"}}) if {
+	not config.rules[id].mode # the common case, copied as it is
+} else := object.union(object.remove(config.rules[id], {"mode"}), object.union({"affects": affects}, shadow_part)) if {
 	count(fired) == 1
 	some id in fired
 } else := object.union({
@@ -39,12 +39,12 @@ decision := object.union(config.rules[id], {"affects": affects}) if {
 # never shadows a secret or a policy failure.
 shadowed := {id | some id in fired; config.rules[id].mode == "shadow"}
 
+# The shadowed rules that would have parked or rejected the write.
+shadow_stops := sort([id | some id in shadowed; config.rules[id].action != "apply"])
+
 shadow_part := {} if {
-	count(shadowed) == 0
-} else := {"shadow": {
-	"rules": sort([id | some id in shadowed; config.rules[id].action != "apply"]),
-	"action": strictest(fired - shadowed),
-}}
+	count(shadow_stops) == 0
+} else := {"shadow": {"rules": shadow_stops, "action": strictest(fired - shadowed)}}
 
 # strictest is the strictest action of the rules ids.
 strictest(ids) := "reject" if {

@@ -28,6 +28,7 @@ test_a_rule_not_shadowed_still_parks if {
 		"summary": "auto-publish off", "text_norm": " auto publish off ", "value": {"enabled": false},
 	})
 	d := decide(inp) with config.rules.strategy_in_text.mode as "shadow"
+		with config.rules.strategy_constraint.mode as "enforce"
 	rules(d) == {"strategy_constraint", "strategy_in_text"}
 	d.action == "review"
 	d.shadow == {"rules": ["strategy_in_text"], "action": "review"}
@@ -51,6 +52,15 @@ test_a_shadowed_secret_rule_still_rejects if {
 	d := decide(inp) with config.rules.secret_detected.mode as "shadow"
 	d.action == "reject"
 	"secret_detected" in rules(d)
+}
+
+# The rule's mode is data about the rule, not part of the decision.
+test_a_rule_mode_is_not_in_the_decision if {
+	inp := write({"layer": "policy", "factType": "tone.formal", "summary": "be formal", "text_norm": " be formal "})
+	d := decide(inp) with config.rules.strategy_constraint.mode as "enforce"
+	rules(d) == {"strategy_constraint"}
+	not d.mode
+	not d.shadow
 }
 
 test_a_shadowed_rule_firing_alone_applies if {
