@@ -172,15 +172,22 @@ func reviewCommand(cl *cliEnv) *ffcli.Command {
 	}
 }
 
-// shadowList prints a page of GET /admin/v1/shadow, with the mode policy
-// runs in now.
-func shadowList(ctx context.Context, cl *cliEnv, c *clientFlags, after string, limit int) error {
+// getPage gets a page of a paged admin route: ?after=&limit=.
+func (c *clientFlags) getPage(ctx context.Context, path, after string, limit int) (json.RawMessage, error) {
 	q := url.Values{"limit": {fmt.Sprint(limit)}}
 	if after != "" {
 		q.Set("after", after)
 	}
 	var raw json.RawMessage
-	if err := c.call(ctx, "GET", "/admin/v1/shadow?"+q.Encode(), nil, &raw); err != nil {
+	err := c.call(ctx, "GET", path+"?"+q.Encode(), nil, &raw)
+	return raw, err
+}
+
+// shadowList prints a page of GET /admin/v1/shadow, with the mode policy
+// runs in now.
+func shadowList(ctx context.Context, cl *cliEnv, c *clientFlags, after string, limit int) error {
+	raw, err := c.getPage(ctx, "/admin/v1/shadow", after, limit)
+	if err != nil {
 		return err
 	}
 	var mode proxy.PolicyModeRequest
@@ -200,10 +207,7 @@ func shadowList(ctx context.Context, cl *cliEnv, c *clientFlags, after string, l
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "AT\tRECORD\tWOULD\tDID\tRULES\tSLOT\tSUMMARY\tSTATUS")
 		for _, it := range page.Items {
-			slot := it.SubjectID
-			if it.FactType != "" {
-				slot += "/" + it.FactType
-			}
+			slot := slotName(&memory.Record{SubjectID: it.SubjectID, FactType: it.FactType})
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.At.Format(time.RFC3339), it.RecordID, it.Would, it.Did,
 				orDefault(strings.Join(it.Rules, ","), "-"), slot, clip(it.Summary, 40), it.Status)
 		}
@@ -487,12 +491,8 @@ func eventsCommand(cl *cliEnv) *ffcli.Command {
 			if len(args) > 0 {
 				return fmt.Errorf("events takes no arguments, got %q", args)
 			}
-			q := url.Values{"limit": {fmt.Sprint(limit)}}
-			if after != "" {
-				q.Set("after", after)
-			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "GET", "/admin/v1/events?"+q.Encode(), nil, &raw); err != nil {
+			raw, err := c.getPage(ctx, "/admin/v1/events", after, limit)
+			if err != nil {
 				return err
 			}
 			return c.show(cl.stdout, raw, func(w io.Writer) error {
