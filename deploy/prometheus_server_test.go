@@ -51,6 +51,14 @@ func TestPrometheusFiresTheRollbackAlert(t *testing.T) {
 
 	step1 := sc.write(t, "step 1 done")
 	step2 := sc.write(t, "step 2 done")
+	// A write policy parks, applied in shadow mode (switched on and off
+	// with no restart): the shadow panel's series.
+	var mode map[string]string
+	sc.admin(t, "PUT", "/admin/v1/policy/mode", `{"mode": "shadow"}`, &mode)
+	if shadowed := sc.post(t, `{"layer": "policy", "subjectId": "project-alpha", "factType": "publish.auto", "summary": "never auto-publish"}`); shadowed.Decision.Shadow == nil {
+		t.Fatalf("in shadow mode, a policy write has no shadow: %+v", shadowed.Decision)
+	}
+	sc.admin(t, "PUT", "/admin/v1/policy/mode", `{"mode": "enforce"}`, &mode)
 	var res memory.RollbackResult
 	sc.admin(t, "POST", "/admin/v1/memories/"+step2.ID+"/rollback", `{"reason": "wrong_step: step 2 failed after all"}`, &res)
 	if len(res.RolledBack) != 1 || res.RolledBack[0].ID != step2.ID || res.Restored == nil || res.Restored.ID != step1.ID {
@@ -245,7 +253,12 @@ func buildSidecar(t *testing.T) string {
 
 func (sc *sidecar) write(t *testing.T, summary string) *memory.Record {
 	t.Helper()
-	body := fmt.Sprintf(`{"layer": "checkpoint", "subjectId": "task-42", "factType": "progress", "summary": %q}`, summary)
+	return sc.post(t, fmt.Sprintf(`{"layer": "checkpoint", "subjectId": "task-42", "factType": "progress", "summary": %q}`, summary))
+}
+
+// post writes a native candidate that must apply.
+func (sc *sidecar) post(t *testing.T, body string) *memory.Record {
+	t.Helper()
 	resp, err := http.Post(sc.agentURL+"/api/v1/memories", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +267,7 @@ func (sc *sidecar) write(t *testing.T, summary string) *memory.Record {
 	var rec memory.Record // 201 answers with the active record
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &rec) != nil || rec.Status != memory.StatusActive {
-		t.Fatalf("write %q: %d %s", summary, resp.StatusCode, b)
+		t.Fatalf("write %s: %d %s", body, resp.StatusCode, b)
 	}
 	return &rec
 }

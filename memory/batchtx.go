@@ -146,6 +146,13 @@ func (b *batchTx) ScanEvents(after string, fn func(*Event) bool) error {
 	return b.Tx.ScanEvents(after, fn)
 }
 
+func (b *batchTx) ScanShadowed(after string, newest bool, fn func(*Event) bool) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
+	return b.Tx.ScanShadowed(after, newest, fn)
+}
+
 func (b *batchTx) RecordEvents(recordID string) ([]*Event, error) {
 	if err := b.flush(); err != nil {
 		return nil, err

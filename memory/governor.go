@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -39,6 +40,9 @@ type Options struct {
 	// Active, if set, answers List from an index of the active layer kept
 	// beside the store (search.Index); without it List scans the store.
 	Active ActiveLister
+	// PolicyMode is the mode to start in ("": enforce); SetPolicyMode
+	// changes it at run time.
+	PolicyMode PolicyMode
 }
 
 // Governor runs every memory write through policy and applies the resulting
@@ -67,6 +71,7 @@ type Governor struct {
 	secrets SecretScanner
 	judge   Judge
 	active  ActiveLister
+	mode    atomic.Bool     // shadow mode (shadow.go)
 	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
 }
 
@@ -96,6 +101,13 @@ func NewGovernor(o Options) *Governor {
 	if g.batch <= 0 {
 		g.batch = 32
 	}
+	mode, err := ParsePolicyMode(string(o.PolicyMode))
+	if err != nil {
+		g.log.Warn("unknown policy mode; enforcing policy", "mode", o.PolicyMode)
+		mode = PolicyEnforce
+	}
+	g.mode.Store(mode == PolicyShadow)
+	g.obs.PolicyMode(mode)
 	return g
 }
 

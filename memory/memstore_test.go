@@ -199,6 +199,26 @@ func (t *memTx) ScanEvents(after string, fn func(*Event) bool) error {
 	return each(evs, fn)
 }
 
+func (t *memTx) ScanShadowed(after string, newest bool, fn func(*Event) bool) error {
+	evs := []*Event{}
+	for _, ev := range all[Event](t.s.events) {
+		if IsShadowed(ev) {
+			evs = append(evs, ev)
+		}
+	}
+	if newest {
+		slices.Reverse(evs)
+	}
+	if after != "" {
+		i := slices.IndexFunc(evs, func(e *Event) bool { return (e.ID > after) != newest && e.ID != after })
+		if i < 0 {
+			i = len(evs)
+		}
+		evs = evs[i:]
+	}
+	return each(evs, fn)
+}
+
 func (t *memTx) RecordEvents(recordID string) ([]*Event, error) {
 	out := []*Event{}
 	for _, ev := range all[Event](t.s.events) {

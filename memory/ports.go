@@ -54,6 +54,10 @@ type ReadTx interface {
 	// ScanEvents calls fn for each audit event after the given event id
 	// ("" = from the start), oldest first.
 	ScanEvents(after string, fn func(*Event) bool) error
+	// ScanShadowed calls fn for each audit event IsShadowed reports, after
+	// the given event id ("" = from the start) in the order asked for:
+	// oldest first, or newest first (then "after" means older than).
+	ScanShadowed(after string, newest bool, fn func(*Event) bool) error
 	// RecordEvents returns the audit events of one record, oldest first.
 	RecordEvents(recordID string) ([]*Event, error)
 	// ScanNotices calls fn for each undelivered notice, oldest first.
@@ -172,6 +176,12 @@ type Observer interface {
 	RolledBack(scope, reason string, n int)
 	Stale()
 	ReviewDecided(outcome, route string, waited time.Duration)
+	// Shadowed hears of a write whose park or rejection (would) was not
+	// enforced, with the rules that asked for it.
+	Shadowed(would Action, rules []string)
+	// PolicyMode hears the mode the governor decides in, at start and on
+	// every change.
+	PolicyMode(mode PolicyMode)
 }
 
 // NopObserver ignores everything.
@@ -182,6 +192,8 @@ func (NopObserver) Conflict(string)                             {}
 func (NopObserver) RolledBack(string, string, int)              {}
 func (NopObserver) Stale()                                      {}
 func (NopObserver) ReviewDecided(string, string, time.Duration) {}
+func (NopObserver) Shadowed(Action, []string)                   {}
+func (NopObserver) PolicyMode(PolicyMode)                       {}
 
 // Notified is told after commit that new notices are in the outbox, so a
 // worker can deliver them without polling.

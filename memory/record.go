@@ -210,6 +210,21 @@ type Decision struct {
 	// Redact names the fields of a rejected candidate that held a secret
 	// (see SecretFinding); the governor sets it, and they are not kept.
 	Redact []string `json:"redact,omitempty"`
+	// Shadow, when set, says Action was not enforced: the write was
+	// treated as Shadow.Action (applied, as a low-risk write is) because
+	// the governor runs in shadow mode or the rules that stopped it are
+	// shadowed in the policy's data. Action, Risk and Reasons stay what
+	// policy said, so replay and explain tell the truth (see shadow.go).
+	Shadow *Shadow `json:"shadow,omitempty"`
+}
+
+// Effective is the action the governor takes: Action, or what a shadow
+// put in its place.
+func (d *Decision) Effective() Action {
+	if d.Shadow != nil {
+		return d.Shadow.Action
+	}
+	return d.Action
 }
 
 // ReviewMode is how a parked write is approved.

@@ -18,6 +18,7 @@ package memory
 //	rollback rN [cascade]
 //	quarantine run=R | actor=A
 //	restore subject=S at=T+Nm
+//	mode shadow|enforce (Governor.SetPolicyMode)
 //	state
 //
 // Records are named r1, r2, ... in the order they were created; time is
@@ -171,6 +172,13 @@ func (h *script) run(t *testing.T, d *datadriven.TestData) string {
 		if res, err = h.gov.Restore(ctx, subject, h.parseTime(t, at), "script", "alice"); err == nil {
 			out = h.bulk(res)
 		}
+	case "mode":
+		if len(d.CmdArgs) != 1 {
+			d.Fatalf(t, "mode needs shadow or enforce")
+		}
+		if err = h.gov.SetPolicyMode(PolicyMode(d.CmdArgs[0].Key)); err == nil {
+			out = "policy mode " + string(h.gov.PolicyMode())
+		}
 	case "state":
 	default:
 		d.Fatalf(t, "unknown command %q", d.Cmd)
@@ -186,7 +194,11 @@ func rules(d *Decision) string {
 	for _, x := range d.Reasons {
 		r = append(r, x.Rule)
 	}
-	return fmt.Sprintf("%s/%s [%s]", d.Action, d.Risk, strings.Join(r, " "))
+	s := fmt.Sprintf("%s/%s [%s]", d.Action, d.Risk, strings.Join(r, " "))
+	if d.Shadow != nil {
+		s += fmt.Sprintf(", shadowed by %s: %s instead [%s]", d.Shadow.By, d.Shadow.Action, strings.Join(d.Shadow.Rules, " "))
+	}
+	return s
 }
 
 func (h *script) candidate(t *testing.T, d *datadriven.TestData) Candidate {

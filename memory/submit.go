@@ -138,7 +138,10 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 	if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
 	}
-	g.obs.Write(rec.Actor.Dialect, r.dec.Action, r.dec.Risk)
+	g.obs.Write(rec.Actor.Dialect, r.dec.Effective(), r.dec.Risk)
+	if s := r.dec.Shadow; s != nil && res.Outcome != OutcomeUnchanged {
+		g.obs.Shadowed(r.dec.Action, s.Rules)
+	}
 	for _, k := range conflicts {
 		g.obs.Conflict(k)
 	}
@@ -195,7 +198,7 @@ func (g *Governor) rule(ctx context.Context, st SlotState, w *write) (*ruling, e
 		dec.Reasons = append(slices.Clone(dec.Reasons), Reason{Rule: RuleBaselineAdopted,
 			Message: "adopted as the baseline: it was in force before memgate governed it"})
 	}
-	r.dec = dec
+	r.dec = g.shadow(dec)
 	return r, nil
 }
 

@@ -92,20 +92,21 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 	if rec.Op == OpDelete && active == nil {
 		return eff, "", Errorf(ENOTFOUND, "memory %s has no active version to delete", rec.SlotID)
 	}
-	if dec.Action == ActionApply && rec.Op != OpDelete && active.SameContent(rec) {
+	action := dec.Effective()
+	if action == ActionApply && rec.Op != OpDelete && active.SameContent(rec) {
 		ev := eff.event(EventUnchanged, active, now)
 		ev.Actor = &rec.Actor
 		return eff, OutcomeUnchanged, nil
 	}
 
-	if dec.Action == ActionReject {
+	if action == ActionReject {
 		redact(rec, dec.Redact) // before the slot is touched: a new slot copies its fields
 	}
 	slot := touchSlot(st.Slot, rec, now)
 	slot.Versions++
 	eff.Slots = append(eff.Slots, slot)
 
-	switch dec.Action {
+	switch action {
 	case ActionReject:
 		rec.Status = StatusRejected
 		rec.DecidedAt = now
@@ -137,7 +138,7 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 		ev.Actor, ev.Decision = &rec.Actor, &d
 		return eff, OutcomeApplied, nil
 	default:
-		return eff, "", Errorf(EINTERNAL, "policy returned unknown action %q", dec.Action)
+		return eff, "", Errorf(EINTERNAL, "policy returned unknown action %q", action)
 	}
 }
 
@@ -264,6 +265,7 @@ func Reject(st SlotState, rec *Record, rv Review, now time.Time) (Effects, error
 func Restale(st SlotState, rec *Record, dec Decision, by string, now time.Time) Effects {
 	var eff Effects
 	rec = rec.Clone()
+	dec.Shadow = nil // a parked write waits for a human whatever the policy shadows
 	ev := eff.event(EventStale, rec, now)
 	ev.By, ev.Related = by, []string{rec.ExpectedHead, st.headID()}
 	ev.Decision = &dec

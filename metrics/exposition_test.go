@@ -33,6 +33,7 @@ var families = []string{
 	"memgate_outbox_oldest_age_seconds",
 	"memgate_policy_evaluation_duration_seconds",
 	"memgate_policy_evaluation_errors_total",
+	"memgate_policy_mode",
 	"memgate_policy_reloads_total",
 	"memgate_policy_revision_info",
 	"memgate_review_decisions_total",
@@ -41,6 +42,7 @@ var families = []string{
 	"memgate_review_wait_seconds",
 	"memgate_rollbacks_total",
 	"memgate_rolled_back_records_total",
+	"memgate_shadow_decisions_total",
 	"memgate_stale_approvals_total",
 	"memgate_store_size_bytes",
 	"memgate_store_write_reserve_bytes",
@@ -65,6 +67,7 @@ func TestMetricsEndpointIsLintClean(t *testing.T) {
 	e.m.PolicyLoaded("3f2a", nil)
 	e.m.PolicyEvaluated(time.Millisecond, errors.New("boom"))
 	e.m.Stale()
+	e.m.Shadowed(memory.ActionReview, []string{"strategy"})
 
 	if err := metrics.RegisterBuildInfo(e.reg); err != nil {
 		t.Fatal(err)

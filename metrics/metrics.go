@@ -37,6 +37,7 @@ var (
 	knownDialects       = []string{"native", "mem0", "mcp"}
 	knownPolicyErrors   = []string{policyErrTimeout, policyErrEval}
 	knownReloadResults  = []string{reloadSuccess, reloadFailure}
+	knownWould          = []string{string(memory.ActionReview), string(memory.ActionReject)}
 	rollbackReasonUnset = "unspecified"
 )
 
@@ -53,8 +54,11 @@ type Metrics struct {
 	policyErrors      *prometheus.CounterVec
 	policyReloads     *prometheus.CounterVec
 	policyRevision    *prometheus.GaugeVec
+	shadowDecisions   *prometheus.CounterVec
+	policyMode        *prometheus.GaugeVec
 
-	revisionMu sync.Mutex // orders Reset+Set of the revision gauge
+	revisionMu   sync.Mutex // orders Reset+Set of the revision gauge
+	policyModeMu sync.Mutex // so the two series of a switch are set together
 
 	policyErrorReason func(error) string
 
@@ -68,6 +72,7 @@ type Metrics struct {
 	kinds           *labelValues
 	scopes          *labelValues
 	outcomes        *labelValues
+	shadowRules     *labelValues
 }
 
 var _ memory.Observer = (*Metrics)(nil)
@@ -120,6 +125,12 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		policyRevision: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "policy", Name: "revision_info",
 			Help: "The active policy's revision (content hash), as a label on a gauge that is always 1."},
 			[]string{"revision"}),
+		shadowDecisions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "shadow_decisions_total",
+			Help: "Writes policy would have parked (would=review) or rejected (would=reject) that were applied instead, because memgate runs in shadow mode or the rule is shadowed in the policy's data; one count per rule that asked for it."},
+			[]string{"would", "rule"}),
+		policyMode: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Subsystem: "policy", Name: "mode",
+			Help: "The mode policy decisions are taken in: 1 for the current mode (enforce or shadow), 0 for the other."},
+			[]string{"mode"}),
 
 		dialects:        newLabelValues("unknown", 16, knownDialects...),
 		routes:          newLabelValues("unknown", 8, knownRoutes...),
@@ -130,12 +141,16 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		kinds:           newLabelValues("unknown", 0, knownConflictKinds...),
 		scopes:          newLabelValues("unknown", 0, knownScopes...),
 		outcomes:        newLabelValues("unknown", 0, knownOutcomes...),
+		// Rule ids come from the policy: the default has 25; room for an
+		// operator's own, and "other" past them.
+		shadowRules: newLabelValues("unknown", 64),
 	}
 	for _, o := range opts {
 		o(m)
 	}
 	for _, c := range []prometheus.Collector{m.writes, m.conflicts, m.rollbacks, m.rolledBackRecords, m.staleApprovals,
-		m.reviewDecisions, m.reviewWait, m.policyEval, m.policyErrors, m.policyReloads, m.policyRevision} {
+		m.reviewDecisions, m.reviewWait, m.policyEval, m.policyErrors, m.policyReloads, m.policyRevision,
+		m.shadowDecisions, m.policyMode} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -167,4 +182,5 @@ func (m *Metrics) initialize() {
 	for _, r := range knownReloadResults {
 		m.policyReloads.WithLabelValues(r)
 	}
+	m.PolicyMode(memory.PolicyEnforce)
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/memgate/memgate/memory"
@@ -37,4 +38,30 @@ func (m *Metrics) ReviewDecided(outcome, route string, waited time.Duration) {
 	outcome = m.outcomes.value(outcome)
 	m.reviewDecisions.WithLabelValues(outcome, m.routes.value(route)).Inc()
 	m.reviewWait.WithLabelValues(outcome).Observe(max(waited, 0).Seconds())
+}
+
+// Shadowed counts a write whose park or rejection was not enforced, once
+// per rule that asked for it (memory.Observer).
+func (m *Metrics) Shadowed(would memory.Action, rules []string) {
+	w := string(would)
+	if !slices.Contains(knownWould, w) {
+		w = "unknown"
+	}
+	for _, r := range rules {
+		m.shadowDecisions.WithLabelValues(w, m.shadowRules.value(r)).Inc()
+	}
+}
+
+// PolicyMode sets the mode gauge: 1 for mode, 0 for the others
+// (memory.Observer).
+func (m *Metrics) PolicyMode(mode memory.PolicyMode) {
+	m.policyModeMu.Lock()
+	defer m.policyModeMu.Unlock()
+	for _, k := range memory.PolicyModes {
+		v := 0.0
+		if k == mode {
+			v = 1
+		}
+		m.policyMode.WithLabelValues(string(k)).Set(v)
+	}
 }

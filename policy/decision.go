@@ -56,7 +56,40 @@ func decodeDecision(v ast.Value) (memory.Decision, error) {
 		return d, err
 	}
 	d.Layer, d.FactType, d.SubjectID, d.Value = pl.Layer, pl.FactType, pl.SubjectID, pl.Value
+	if d.Shadow, err = shadowField(obj, d.Action); err != nil {
+		return d, err
+	}
 	return d, nil
+}
+
+// actionRank orders actions by how much they hold a write back.
+var actionRank = map[memory.Action]int{memory.ActionApply: 0, memory.ActionReview: 1, memory.ActionReject: 2}
+
+// shadowField reads the optional shadow of a decision, {rules, action}:
+// rules the policy's data shadows (per-rule mode) and the action of the
+// rules that are not. It is kept only where it holds the write back less
+// than action does; otherwise shadowing changed nothing.
+func shadowField(obj ast.Object, action memory.Action) (*memory.Shadow, error) {
+	t := obj.Get(keyTerm("shadow"))
+	if t == nil || isNull(t.Value) {
+		return nil, nil
+	}
+	sh, ok := t.Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("%w: shadow is %s, want {rules, action}", ErrMalformed, ast.ValueName(t.Value))
+	}
+	enforced, err := enumField(sh, "action", validActions)
+	if err != nil {
+		return nil, fmt.Errorf("shadow: %w", err)
+	}
+	rules, err := stringsField(sh, "rules", true)
+	if err != nil {
+		return nil, fmt.Errorf("shadow: %w", err)
+	}
+	if actionRank[memory.Action(enforced)] >= actionRank[action] || len(rules) == 0 {
+		return nil, nil
+	}
+	return &memory.Shadow{Action: memory.Action(enforced), Rules: rules, By: memory.ShadowByRule}, nil
 }
 
 // decodePlacement reads the placement document: all of its fields are

@@ -51,6 +51,9 @@ func (a *Admin) Register(mux *http.ServeMux) {
 	route("POST /admin/v1/restore", a.restore)
 	route("GET /admin/v1/events", a.events)
 	route("POST /admin/v1/policy/replay", a.replay)
+	route("GET /admin/v1/policy/mode", a.policyMode)
+	route("PUT /admin/v1/policy/mode", a.setPolicyMode)
+	route("GET /admin/v1/shadow", a.shadowed)
 	route("GET /admin/v1/snapshot", a.snapshot)
 	route("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, a.Log, memory.Errorf(memory.ENOTFOUND, "no admin route %s %s", r.Method, r.URL.Path))
@@ -220,19 +223,79 @@ func (a *Admin) restore(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
-	limit := 100
-	if s := r.URL.Query().Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > 10000 {
-			WriteError(w, r, a.Log, memory.Errorf(memory.EINVALID, "limit must be between 1 and 10000"))
-			return
-		}
-		limit = n
+	limit, err := pageLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		WriteError(w, r, a.Log, err)
+		return
 	}
 	// A page holds at most limit events and EventPageBytes of JSON (at
 	// least one event); next, when set, is the after of the following page.
 	page, err := a.Gov.EventsPage(r.Context(), r.URL.Query().Get("after"), limit, a.EventPageBytes)
 	a.answer(w, r, page, err)
+}
+
+// PolicyModeRequest is the body of PUT /admin/v1/policy/mode, and its answer.
+type PolicyModeRequest struct {
+	Mode memory.PolicyMode `json:"mode"`
+}
+
+func (a *Admin) policyMode(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, PolicyModeRequest{Mode: a.Gov.PolicyMode()})
+}
+
+// setPolicyMode switches enforce/shadow at once; no restart. The mode is
+// not persisted: a restart starts in --policy-mode.
+func (a *Admin) setPolicyMode(w http.ResponseWriter, r *http.Request) {
+	var req PolicyModeRequest
+	if err := DecodeJSON(w, r, &req); err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	if req.Mode == "" {
+		WriteError(w, r, a.Log, memory.Errorf(memory.EINVALID, "mode is required: %q or %q", memory.PolicyEnforce, memory.PolicyShadow))
+		return
+	}
+	if err := a.Gov.SetPolicyMode(req.Mode); err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	a.Log.Info("policy mode set through the admin API", "mode", req.Mode)
+	WriteJSON(w, http.StatusOK, PolicyModeRequest{Mode: a.Gov.PolicyMode()})
+}
+
+// shadowed lists the writes applied although policy would have parked or
+// rejected them: ?after=<event id>&limit=N&order=newest|oldest (newest
+// by default: what would it have stopped lately).
+func (a *Admin) shadowed(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit, err := pageLimit(q.Get("limit"))
+	if err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	var newest bool
+	switch q.Get("order") {
+	case "", "newest":
+		newest = true
+	case "oldest":
+	default:
+		WriteError(w, r, a.Log, memory.Errorf(memory.EINVALID, "order must be newest or oldest"))
+		return
+	}
+	page, err := a.Gov.Shadowed(r.Context(), q.Get("after"), limit, newest)
+	a.answer(w, r, page, err)
+}
+
+// pageLimit reads a page's limit: 100 by default, 1 to 10000.
+func pageLimit(s string) (int, error) {
+	if s == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, memory.Errorf(memory.EINVALID, "limit must be between 1 and 10000")
+	}
+	return n, nil
 }
 
 // ReplayRequest carries a policy directory's files (path → content).

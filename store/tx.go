@@ -28,6 +28,7 @@ import (
 //	xa/<agent or user>\0<rec>  records by actor
 //	e/<event>                  audit log (ids sort by time)
 //	er/<record>\0<event>       events of a record
+//	sh/<event>                 shadowed writes' events (memory.IsShadowed)
 //	o/<notice>                 outbox
 const sep = "\x00"
 
@@ -228,6 +229,35 @@ func (t *tx) ScanEvents(after string, fn func(*memory.Event) bool) error {
 		var ev memory.Event
 		if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &ev) }); err != nil {
 			return fmt.Errorf("decode event %s: %w", item.Key(), err)
+		}
+		if !fn(&ev) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ScanShadowed walks the sh/ index AppendEvent keeps of shadowed writes
+// (memory.IsShadowed): a key per event, no value, so listing a page reads
+// its own events only, however long the audit log.
+func (t *tx) ScanShadowed(after string, newest bool, fn func(*memory.Event) bool) error {
+	opts := badger.DefaultIteratorOptions
+	opts.Prefix, opts.Reverse, opts.PrefetchValues = []byte("sh/"), newest, false
+	it := t.txn.NewIterator(opts)
+	defer it.Close()
+	start := key("sh/", after)
+	if newest && after == "" {
+		start = append([]byte("sh/"), 0xff) // past every id: ULIDs are ASCII
+	}
+	for it.Seek(start); it.ValidForPrefix(opts.Prefix); it.Next() {
+		k := it.Item().Key()
+		if after != "" && bytes.Equal(k, start) {
+			continue
+		}
+		id := string(k[len(opts.Prefix):])
+		var ev memory.Event
+		if err := t.get(key("e/", id), &ev, "event", id); err != nil {
+			return err
 		}
 		if !fn(&ev) {
 			return nil
@@ -460,6 +490,11 @@ func (t *tx) AppendEvent(e *memory.Event) error {
 	}
 	if e.RecordID != "" {
 		if err := t.set(key("er/", e.RecordID, e.ID), nil); err != nil {
+			return err
+		}
+	}
+	if memory.IsShadowed(e) {
+		if err := t.set(key("sh/", e.ID), nil); err != nil {
 			return err
 		}
 	}

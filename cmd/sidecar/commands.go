@@ -71,8 +71,23 @@ func oneID(args []string, what string) (string, error) {
 }
 
 func reviewCommand(cl *cliEnv) *ffcli.Command {
-	list := adminCommand(cl, "review list", "review list [--json]", "list parked writes, oldest first", nil,
+	var shadow bool
+	var after string
+	var limit int
+	list := adminCommand(cl, "review list", "review list [--shadow [--after EVENT-ID] [--limit N]] [--json]",
+		"list parked writes, oldest first; --shadow: the writes shadow mode applied that policy would have parked or rejected, newest first",
+		func(fs *flag.FlagSet) {
+			fs.BoolVar(&shadow, "shadow", false, "list what policy would have parked or rejected while it was shadowed (--policy-mode shadow, or rules shadowed in the policy's data)")
+			fs.StringVar(&after, "after", "", "with --shadow: continue after this event id (the more: line of the previous page)")
+			fs.IntVar(&limit, "limit", 100, "with --shadow: writes per page (1–10000)")
+		},
 		func(ctx context.Context, c *clientFlags, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("review list takes no arguments, got %q", args)
+			}
+			if shadow {
+				return shadowList(ctx, cl, c, after, limit)
+			}
 			var raw json.RawMessage
 			if err := c.call(ctx, "GET", "/admin/v1/reviews", nil, &raw); err != nil {
 				return err
@@ -157,6 +172,71 @@ func reviewCommand(cl *cliEnv) *ffcli.Command {
 	}
 }
 
+// getPage gets a page of a paged admin route: ?after=&limit=.
+func (c *clientFlags) getPage(ctx context.Context, path, after string, limit int) (json.RawMessage, error) {
+	q := url.Values{"limit": {fmt.Sprint(limit)}}
+	if after != "" {
+		q.Set("after", after)
+	}
+	var raw json.RawMessage
+	err := c.call(ctx, "GET", path+"?"+q.Encode(), nil, &raw)
+	return raw, err
+}
+
+// shadowList prints a page of GET /admin/v1/shadow, with the mode policy
+// runs in now.
+func shadowList(ctx context.Context, cl *cliEnv, c *clientFlags, after string, limit int) error {
+	raw, err := c.getPage(ctx, "/admin/v1/shadow", after, limit)
+	if err != nil {
+		return err
+	}
+	var mode proxy.PolicyModeRequest
+	if err := c.call(ctx, "GET", "/admin/v1/policy/mode", nil, &mode); err != nil {
+		return err
+	}
+	return c.show(cl.stdout, raw, func(w io.Writer) error {
+		var page memory.ShadowPage
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "Policy mode: %s\n", mode.Mode)
+		if len(page.Items) == 0 {
+			fmt.Fprintln(w, "No write was let through that policy would have parked or rejected.")
+			return nil
+		}
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AT\tRECORD\tWOULD\tDID\tRULES\tSLOT\tSUMMARY\tSTATUS")
+		for _, it := range page.Items {
+			slot := slotName(&memory.Record{SubjectID: it.SubjectID, FactType: it.FactType})
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.At.Format(time.RFC3339), it.RecordID, it.Would, it.Did,
+				orDefault(strings.Join(it.Rules, ","), "-"), slot, clip(it.Summary, 40), it.Status)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if page.Next != "" {
+			fmt.Fprintf(w, "more: sidecar review list --shadow --after %s\n", page.Next)
+		}
+		return nil
+	})
+}
+
+// describeShadow says what a shadowed decision's write went through
+// instead of what policy said; "" when nothing was shadowed.
+func describeShadow(d *memory.Decision) string {
+	if d == nil || d.Shadow == nil {
+		return ""
+	}
+	would := map[memory.Action]string{memory.ActionReview: "parked", memory.ActionReject: "rejected"}[d.Action]
+	did := map[memory.Action]string{memory.ActionApply: "applied", memory.ActionReview: "parked"}[d.Shadow.Action]
+	why := "in shadow mode"
+	if d.Shadow.By == memory.ShadowByRule {
+		why = "because the policy's data shadows its rules"
+	}
+	return fmt.Sprintf("%s %s: policy would have %s it (rules %s)", did, why, orDefault(would, string(d.Action)),
+		orDefault(strings.Join(d.Shadow.Rules, ", "), "none named"))
+}
+
 func decide(ctx context.Context, cl *cliEnv, c *clientFlags, args []string, verb string, req proxy.DecisionRequest) error {
 	id, err := oneID(args, "review id")
 	if err != nil {
@@ -209,6 +289,9 @@ func explainCommand(cl *cliEnv) *ffcli.Command {
 				for _, r := range ex.Rules {
 					fmt.Fprintf(w, "Rule:           %s: %s\n", r.Rule, r.Message)
 				}
+				if s := describeShadow(ex.Record.Decision); s != "" {
+					fmt.Fprintf(w, "Shadow:         %s\n", s)
+				}
 				if ex.Review != nil {
 					fmt.Fprintf(w, "Review:         %s by %s via %s at %s %s\n", ex.Review.Outcome, ex.Review.By, ex.Review.Route,
 						ex.Review.At.Format(time.RFC3339), ex.Review.Note)
@@ -217,7 +300,11 @@ func explainCommand(cl *cliEnv) *ffcli.Command {
 					fmt.Fprintf(w, "Superseded by:  %s\n", describeOrEmpty(ex.SupersededBy))
 				}
 				for _, ev := range ex.Events {
-					fmt.Fprintf(w, "  %s  %-11s %s %s\n", ev.At.Format(time.RFC3339), ev.Type, ev.By, ev.Reason)
+					mark := ""
+					if memory.IsShadowed(ev) {
+						mark = "[shadow]"
+					}
+					fmt.Fprintf(w, "  %s  %-11s %s %s%s\n", ev.At.Format(time.RFC3339), ev.Type, ev.By, ev.Reason, mark)
 				}
 				return nil
 			})
@@ -404,12 +491,8 @@ func eventsCommand(cl *cliEnv) *ffcli.Command {
 			if len(args) > 0 {
 				return fmt.Errorf("events takes no arguments, got %q", args)
 			}
-			q := url.Values{"limit": {fmt.Sprint(limit)}}
-			if after != "" {
-				q.Set("after", after)
-			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "GET", "/admin/v1/events?"+q.Encode(), nil, &raw); err != nil {
+			raw, err := c.getPage(ctx, "/admin/v1/events", after, limit)
+			if err != nil {
 				return err
 			}
 			return c.show(cl.stdout, raw, func(w io.Writer) error {

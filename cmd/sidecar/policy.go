@@ -115,8 +115,8 @@ func policyCommand(cl *cliEnv) *ffcli.Command {
 			return c.show(cl.stdout, raw, func(w io.Writer) error { return printReplay(w, raw) })
 		})
 	return &ffcli.Command{
-		Name: "policy", ShortUsage: "sidecar policy replay|test [flags]", ShortHelp: "test a policy and try it before switching to it",
-		Subcommands: []*ffcli.Command{replay, policyTestCommand(cl)},
+		Name: "policy", ShortUsage: "sidecar policy replay|test|mode [flags]", ShortHelp: "test a policy, try it before switching to it, enforce or shadow it",
+		Subcommands: []*ffcli.Command{replay, policyTestCommand(cl), policyModeCommand(cl)},
 		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
 	}
 }

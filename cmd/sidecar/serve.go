@@ -47,6 +47,7 @@ type serveConfig struct {
 	policyDir          string
 	policyBundle       string
 	policyTimeout      time.Duration
+	policyMode         string
 	policyBundlePoll   time.Duration
 	policyBundleKey    string
 	policyBundleKeyAlg string
@@ -96,6 +97,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.policyBundleKey, "policy-bundle-key", "", "file with the PEM public key (or HMAC secret) bundles must be signed with; empty: unsigned bundles")
 	fs.StringVar(&c.policyBundleKeyAlg, "policy-bundle-key-algorithm", "RS256", "signing algorithm of --policy-bundle-key")
 	fs.DurationVar(&c.policyTimeout, "policy-timeout", 250*time.Millisecond, "bound on one policy evaluation; past it the write is parked")
+	fs.StringVar(&c.policyMode, "policy-mode", string(memory.PolicyEnforce), "enforce, or shadow: apply what policy would park or reject (never a secret), count it and list it (review list --shadow); switch at run time with `sidecar policy mode`")
 	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync commits at all (faster; acknowledged writes may be lost on a crash); wins over --group-commit")
 	fs.BoolVar(&c.groupCommit, "group-commit", true, "concurrent commits share one fsync, each still durable before it is acknowledged; false: one fsync per commit (Badger SyncWrites)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -268,6 +270,13 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		judge = j
 		log.Info("judge on", "url", j.Endpoint(), "model", j.Model(), "timeout", cfg.judgeTimeout.String())
 	}
+	mode, err := memory.ParsePolicyMode(cfg.policyMode)
+	if err != nil {
+		return fmt.Errorf("--policy-mode: %w", err)
+	}
+	if mode == memory.PolicyShadow {
+		log.Warn("policy mode shadow: writes policy would park or reject are applied (secrets are still rejected) and listed by `sidecar review list --shadow`")
+	}
 	scanner, err := secrets.New()
 	if err != nil {
 		return fmt.Errorf("secret scanner: %w", err)
@@ -284,7 +293,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
 		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner,
-		Active: index})
+		Active: index, PolicyMode: mode})
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st, Logger: log}))
 
 	var ready atomic.Bool

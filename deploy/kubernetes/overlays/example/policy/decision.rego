@@ -19,13 +19,41 @@ import data.memgate_config as config
 decision := object.union(config.rules[id], {"affects": affects}) if {
 	count(fired) == 1
 	some id in fired
-} else := {
+	not config.rules[id].mode # the common case, copied as it is
+} else := object.union(object.remove(config.rules[id], {"mode"}), object.union({"affects": affects}, shadow_part)) if {
+	count(fired) == 1
+	some id in fired
+} else := object.union({
 	"risk": combined_risk,
 	"categories": sort({c | some id in fired; some c in config.rules[id].categories}),
 	"action": combined_action,
 	"reasons": [reason | some id in fired; some reason in config.rules[id].reasons],
 	"affects": affects,
-} if count(fired) > 1
+}, shadow_part) if count(fired) > 1
+
+# Per-rule shadow mode: a rule whose entry in config.rules carries
+# "mode": "shadow" still fires and is reported, but its park or rejection
+# is not enforced. The decision keeps what policy says (action, risk,
+# reasons) and adds shadow: the action of the rules that are not shadowed
+# and the shadowed rules that would have stopped the write. The sidecar
+# never shadows a secret or a policy failure.
+shadowed := {id | some id in fired; config.rules[id].mode == "shadow"}
+
+# The shadowed rules that would have parked or rejected the write.
+shadow_stops := sort([id | some id in shadowed; config.rules[id].action != "apply"])
+
+shadow_part := {} if {
+	count(shadow_stops) == 0
+} else := {"shadow": {"rules": shadow_stops, "action": strictest(fired - shadowed)}}
+
+# strictest is the strictest action of the rules ids.
+strictest(ids) := "reject" if {
+	some id in ids
+	config.rules[id].action == "reject"
+} else := "review" if {
+	some id in ids
+	config.rules[id].action == "review"
+} else := "apply"
 
 # The highest risk and the strictest action of the rules that fired.
 combined_risk := "high" if {

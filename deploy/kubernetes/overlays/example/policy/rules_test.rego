@@ -342,7 +342,8 @@ test_every_rule_is_configured if {
 # an action, a risk, categories and one reason naming the rule.
 test_every_rule_entry_is_a_decision if {
 	every id, r in config.rules {
-		object.keys(r) == {"action", "risk", "categories", "reasons"}
+		object.keys(r) - {"mode"} == {"action", "risk", "categories", "reasons"}
+		object.get(r, "mode", "enforce") in {"enforce", "shadow"} # see shadow_test.rego
 		r.action in {"apply", "review", "reject"}
 		r.risk in {"low", "medium", "high"}
 		every c in r.categories {
