@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -22,16 +23,26 @@ import (
 // write changed the slot would apply a second version over the first.
 func TestRacingWritesAreDecidedOnTheStateTheyCommitOn(t *testing.T) {
 	const writers = 16
-	var evaluations atomic.Int64
-	var snapshots sync.WaitGroup
-	snapshots.Add(writers)
-	e := newEnvWith(t, memory.ClassifierFunc(func(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	var evaluations, arrived atomic.Int64
+	all := make(chan struct{})
+	cls := memory.ClassifierFunc(func(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
 		if evaluations.Add(1) <= writers {
-			snapshots.Done()
-			snapshots.Wait()
+			if arrived.Add(1) == writers {
+				close(all)
+			}
+			select {
+			case <-all:
+			case <-ctx.Done(): // never hold a writer past its policy timeout
+				return memory.Decision{}, ctx.Err()
+			}
 		}
 		return testPolicy(ctx, in)
-	}))
+	})
+	e := newEnvWith(t, cls)
+	// The first evaluations wait for each other; under -race on a busy
+	// runner that can outlast the default policy timeout, after which a
+	// write would be parked as a policy error and decided again.
+	e.gov = memory.NewGovernor(memory.Options{Store: e.st, Classifier: cls, Now: e.clock.Now, Outbox: true, PolicyTimeout: time.Minute})
 	results := make([]*memory.SubmitResult, writers)
 	var wg sync.WaitGroup
 	for i := range writers {
