@@ -845,7 +845,11 @@ func applyingGovernor(tb testing.TB, so store.Options, o Options) (*Index, *memo
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { st.Close() })
-	return New(st, o), memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	// A decision later than the policy timeout parks the write; on a
+	// loaded runner under -race even this instant policy can be, and a
+	// parked write is not what these tests are about.
+	return New(st, o), memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy),
+		PolicyTimeout: time.Minute})
 }
 
 func groupPolicy(context.Context, *memory.PolicyInput) (memory.Decision, error) {
