@@ -198,12 +198,6 @@ func (s *Store) Writable() error { return s.guard.writable() }
 // mode a write made directly through DB() is durable only after Sync.
 func (s *Store) DB() *badger.DB { return s.db }
 
-// Size returns Badger's own figure of the size of the LSM tree and the
-// value log, refreshed once a minute. It counts the value log's files at
-// their preallocated size (twice ValueLogFileSize while one is being
-// written); DiskUsage reports what the files actually occupy.
-func (s *Store) Size() (lsm, vlog int64) { return s.db.Size() }
-
 // maxAttempts bounds retries of a conflicting transaction. The governor
 // serializes writers of one slot, so conflicts are rare and short-lived.
 const maxAttempts = 64
