@@ -200,7 +200,7 @@ func Export(ctx context.Context, src memory.Store, w io.Writer) (Counts, error) 
 
 // ErrPartialImport marks an Import that failed after writing part of the
 // stream: the destination holds some of it and must be discarded.
-var ErrPartialImport = errors.New("the store holds part of the snapshot: discard it (an empty data directory or database) and import again")
+var ErrPartialImport = errors.New("the store holds part of the snapshot and must be discarded")
 
 // Import writes a store-neutral snapshot into dst and kv, which must hold
 // nothing yet, in bounded transactions, and returns what it wrote. It
@@ -243,7 +243,7 @@ func Import(ctx context.Context, dst memory.Store, kv KV, r io.Reader) (Counts, 
 		if w.wrote {
 			return Counts{}, fmt.Errorf("snapshot: import: %w: %w", err, ErrPartialImport)
 		}
-		return Counts{}, fmt.Errorf("snapshot: import: %w", err)
+		return Counts{}, fmt.Errorf("snapshot: import: %w (nothing was written)", err)
 	}
 	return want, nil
 }

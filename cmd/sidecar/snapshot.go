@@ -49,8 +49,11 @@ func snapshotCommand(cl *cliEnv) *ffcli.Command {
 		},
 	}
 	return &ffcli.Command{
-		Name: "snapshot", ShortUsage: "sidecar snapshot save|load", ShortHelp: "whole-store backups",
-		Subcommands: []*ffcli.Command{save, load},
+		Name: "snapshot", ShortUsage: "sidecar snapshot save|load|export|import", ShortHelp: "whole-store backups",
+		LongHelp: "save and load copy the embedded Badger store in Badger's own backup format. export and import\n" +
+			"write and read a store-neutral stream (JSON Lines) that moves memory, history, the review queue,\n" +
+			"the audit log and the outbox between stores: Badger to PostgreSQL and back.",
+		Subcommands: []*ffcli.Command{save, load, exportCommand(cl), importCommand(cl)},
 		Exec:        func(context.Context, []string) error { return flag.ErrHelp },
 	}
 }
