@@ -77,7 +77,7 @@ func (w *importer) write(lines []*line) error {
 		return w.write(lines[half:])
 	}
 	if err != nil {
-		return fmt.Errorf("write %d entities from %s %s: %w", len(lines), lines[0].Type, entityID(lines[0]), err)
+		return fmt.Errorf("write %d entities from %s %s: %w", len(lines), lines[0].Type, lines[0].entityID(), err)
 	}
 	return nil
 }
@@ -108,22 +108,6 @@ func putEntity(tx memory.Tx, l *line) error {
 		return tx.PutNotice(l.Notice)
 	}
 	return fmt.Errorf("unknown line type %q", l.Type) // countEntity admitted it: a bug
-}
-
-func entityID(l *line) string {
-	switch l.Type {
-	case typeSlot:
-		return l.Slot.ID
-	case typeRecord:
-		return l.Record.ID
-	case typePoint:
-		return l.RollbackPoint.ID
-	case typeEvent:
-		return l.Event.ID
-	case typeNotice:
-		return l.Notice.ID
-	}
-	return ""
 }
 
 // entitySize estimates an entity's bytes for batching, from its largest

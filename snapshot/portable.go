@@ -322,27 +322,53 @@ func checkHeader(l *line) error {
 // countEntity checks that l carries the entity its type names, with an id,
 // and counts it.
 func countEntity(l *line, n *Counts) error {
-	var ok bool
-	switch l.Type {
-	case typeSlot:
-		ok, n.Slots = l.Slot != nil && l.Slot.ID != "", n.Slots+1
-	case typeRecord:
-		ok, n.Records = l.Record != nil && l.Record.ID != "", n.Records+1
-	case typePoint:
-		ok, n.RollbackPoints = l.RollbackPoint != nil && l.RollbackPoint.ID != "", n.RollbackPoints+1
-	case typeEvent:
-		ok, n.Events = l.Event != nil && l.Event.ID != "", n.Events+1
-	case typeNotice:
-		ok, n.Notices = l.Notice != nil && l.Notice.ID != "", n.Notices+1
-	case typeKV:
-		ok, n.KV = l.KV != nil && l.KV.Namespace != "", n.KV+1
-	default:
+	count := n.of(l.Type)
+	if count == nil {
 		return fmt.Errorf("unknown line type %q", l.Type)
 	}
-	if !ok {
+	if l.entityID() == "" {
 		return fmt.Errorf("a %s line without its %s", l.Type, l.Type)
 	}
+	*count++
 	return nil
+}
+
+// of returns the count of a line type's entities, nil for another type.
+func (c *Counts) of(typ string) *int {
+	switch typ {
+	case typeSlot:
+		return &c.Slots
+	case typeRecord:
+		return &c.Records
+	case typePoint:
+		return &c.RollbackPoints
+	case typeEvent:
+		return &c.Events
+	case typeNotice:
+		return &c.Notices
+	case typeKV:
+		return &c.KV
+	}
+	return nil
+}
+
+// entityID names the entity l carries, "" if it carries none of its type.
+func (l *line) entityID() string {
+	switch {
+	case l.Type == typeSlot && l.Slot != nil:
+		return l.Slot.ID
+	case l.Type == typeRecord && l.Record != nil:
+		return l.Record.ID
+	case l.Type == typePoint && l.RollbackPoint != nil:
+		return l.RollbackPoint.ID
+	case l.Type == typeEvent && l.Event != nil:
+		return l.Event.ID
+	case l.Type == typeNotice && l.Notice != nil:
+		return l.Notice.ID
+	case l.Type == typeKV && l.KV != nil && l.KV.Namespace != "":
+		return l.KV.Namespace + "/" + l.KV.Key
+	}
+	return ""
 }
 
 // storeCounts counts what a store holds, through its export scans.

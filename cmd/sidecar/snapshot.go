@@ -178,18 +178,26 @@ func hasDatabase(dataDir string) (bool, error) {
 	return len(entries) > 0, err
 }
 
-func exportCommand(cl *cliEnv) *ffcli.Command {
+// storeCommand is a snapshot subcommand working on the store its flags
+// choose.
+func storeCommand(cl *cliEnv, name, usage, short, long string, exec func(ctx context.Context, f *storeFlags, args []string) error) *ffcli.Command {
 	var f storeFlags
-	fs := flag.NewFlagSet("sidecar snapshot export", flag.ContinueOnError)
+	fs := flag.NewFlagSet("sidecar snapshot "+name, flag.ContinueOnError)
 	fs.SetOutput(cl.stderr)
 	f.register(fs)
 	return &ffcli.Command{
-		Name: "export", ShortUsage: "sidecar snapshot export [--data-dir DIR | --store URL] <file | ->",
-		ShortHelp: "write everything a store holds as a store-neutral snapshot (- for stdout)",
-		LongHelp: "Reads one consistent view of the store. Embeddings are not exported: they are recomputed\n" +
-			"from the records. The Mem0 event log (statuses of past Mem0 add calls) is not exported either.",
+		Name: name, ShortUsage: usage, ShortHelp: short, LongHelp: long,
 		FlagSet: fs, Options: envOptions,
-		Exec: func(ctx context.Context, args []string) error {
+		Exec: func(ctx context.Context, args []string) error { return exec(ctx, &f, args) },
+	}
+}
+
+func exportCommand(cl *cliEnv) *ffcli.Command {
+	return storeCommand(cl, "export", "sidecar snapshot export [--data-dir DIR | --store URL] <file | ->",
+		"write everything a store holds as a store-neutral snapshot (- for stdout)",
+		"Reads one consistent view of the store. Embeddings are not exported: they are recomputed\n"+
+			"from the records. The Mem0 event log (statuses of past Mem0 add calls) is not exported either.",
+		func(ctx context.Context, f *storeFlags, args []string) error {
 			if len(args) != 1 {
 				return errors.New("give the file to write, or - for stdout")
 			}
@@ -217,8 +225,7 @@ func exportCommand(cl *cliEnv) *ffcli.Command {
 			}
 			fmt.Fprintf(report, "exported %s from %s\n", n, f.where())
 			return nil
-		},
-	}
+		})
 }
 
 // writeFileAtomically writes through write to path, or to stdout for "-":
@@ -250,18 +257,12 @@ func writeFileAtomically(path string, stdout io.Writer, write func(io.Writer) (s
 }
 
 func importCommand(cl *cliEnv) *ffcli.Command {
-	var f storeFlags
-	fs := flag.NewFlagSet("sidecar snapshot import", flag.ContinueOnError)
-	fs.SetOutput(cl.stderr)
-	f.register(fs)
-	return &ffcli.Command{
-		Name: "import", ShortUsage: "sidecar snapshot import [--data-dir DIR | --store URL] <file | ->",
-		ShortHelp: "load a store-neutral snapshot into an empty store (- for stdin)",
-		LongHelp: "The store must be empty: a data directory without a database, or a database memgate has\n" +
-			"not written to. Ids, statuses, versions, history and the audit log's order are kept.\n" +
+	return storeCommand(cl, "import", "sidecar snapshot import [--data-dir DIR | --store URL] <file | ->",
+		"load a store-neutral snapshot into an empty store (- for stdin)",
+		"The store must be empty: a data directory without a database, or a database memgate has\n"+
+			"not written to. Ids, statuses, versions, history and the audit log's order are kept.\n"+
 			"A Badger import is built aside and moved into place once complete.",
-		FlagSet: fs, Options: envOptions,
-		Exec: func(ctx context.Context, args []string) error {
+		func(ctx context.Context, f *storeFlags, args []string) error {
 			if len(args) != 1 {
 				return errors.New("give the snapshot to import, or - for stdin")
 			}
@@ -286,8 +287,7 @@ func importCommand(cl *cliEnv) *ffcli.Command {
 			}
 			fmt.Fprintf(cl.stdout, "imported %s into %s\n", n, f.where())
 			return nil
-		},
-	}
+		})
 }
 
 func importInto(ctx context.Context, dataDir, storeURL string, in io.Reader) (snapshot.Counts, error) {
