@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"strings"
@@ -446,4 +447,40 @@ func TestImportRefusesANonEmptyStore(t *testing.T) {
 			compareContents(t, before, contentsOf(t, dst))
 		})
 	}
+}
+
+// A snapshot larger than one import batch, into a store whose transactions
+// hold less than a batch: Import splits what the store finds too big, and
+// everything arrives.
+func TestImportSplitsBatchesTheStoreFindsTooBig(t *testing.T) {
+	ctx := context.Background()
+	src, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	gov := governor(src)
+	long := strings.Repeat("a fact long enough to fill a transaction quickly. ", 40) // 2 KB
+	const n = 700                                                                    // over one batch of lines
+	for i := range n {
+		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "bulk",
+			Summary: fmt.Sprintf("%d: %s", i, long)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file, counts := export(t, src)
+	if counts.Records != n {
+		t.Fatalf("exported %d records, wrote %d", counts.Records, n)
+	}
+	// A 1 MB memtable caps a Badger transaction near 150 KB, under the
+	// import's batch size.
+	dst, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true, MemTableSize: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := snapshot.Import(ctx, dst, dst, bytes.NewReader(file)); err != nil {
+		t.Fatal(err)
+	}
+	compareContents(t, contentsOf(t, src), contentsOf(t, dst))
 }
