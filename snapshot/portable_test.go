@@ -461,7 +461,7 @@ func TestImportSplitsBatchesTheStoreFindsTooBig(t *testing.T) {
 	defer src.Close()
 	gov := governor(src)
 	long := strings.Repeat("a fact long enough to fill a transaction quickly. ", 40) // 2 KB
-	const n = 700                                                                    // over one batch of lines
+	const n = 150                                                                    // a slot, a record, a rollback point and an event each: over one batch of lines
 	for i := range n {
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "bulk",
 			Summary: fmt.Sprintf("%d: %s", i, long)}); err != nil {
