@@ -461,7 +461,9 @@ func TestImportSplitsBatchesTheStoreFindsTooBig(t *testing.T) {
 	defer src.Close()
 	gov := governor(src)
 	long := strings.Repeat("a fact long enough to fill a transaction quickly. ", 40) // 2 KB
-	const n = 150                                                                    // a slot, a record, a rollback point and an event each: over one batch of lines
+	// Each write is a slot, a record, a rollback point and an event: 150 pass
+	// one batch of lines.
+	const n = 150
 	for i := range n {
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "bulk",
 			Summary: fmt.Sprintf("%d: %s", i, long)}); err != nil {
