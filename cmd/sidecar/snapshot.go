@@ -329,5 +329,13 @@ func importIntoDataDir(ctx context.Context, dataDir string, in io.Reader) (snaps
 	if err := os.Rename(filepath.Join(staging, "db"), filepath.Join(dataDir, "db")); err != nil {
 		return snapshot.Counts{}, fmt.Errorf("move the imported database into place: %w", err)
 	}
+	// The rename is durable once the directory holding it is synced.
+	dir, err := os.Open(dataDir)
+	if err == nil {
+		err = errors.Join(dir.Sync(), dir.Close())
+	}
+	if err != nil {
+		return snapshot.Counts{}, fmt.Errorf("sync %s: %w", dataDir, err)
+	}
 	return n, nil
 }
