@@ -8,11 +8,12 @@ import (
 	"github.com/memgate/memgate/policy"
 )
 
-// The example overlay ships the built-in default policy as its ConfigMap
+// The default-policy component (the example and fleet overlays use it)
+// ships the built-in default policy as its ConfigMap
 // (kustomize cannot read files outside the overlay); keep the copy exact so
 // the example deploys what the binary would do without it.
 func TestExamplePolicyIsTheDefaultPolicy(t *testing.T) {
-	dir := filepath.Join("kubernetes", "overlays", "example", "policy")
+	dir := filepath.Join("kubernetes", "components", "default-policy", "policy")
 	want := policy.DefaultFiles()
 	entries, err := os.ReadDir(dir)
 	if err != nil {

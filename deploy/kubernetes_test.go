@@ -15,6 +15,7 @@ import (
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -43,6 +44,8 @@ type rendered struct {
 	configMaps      []*corev1.ConfigMap
 	claims          []*corev1.PersistentVolumeClaim
 	serviceMonitors []*monitoringv1.ServiceMonitor
+	ingresses       []*networkingv1.Ingress
+	pgClusters      []*cnpgCluster // fleet_test.go
 }
 
 // render builds a kustomization in-process (kustomize's own library, with
@@ -64,7 +67,7 @@ func renderStrict(dir string) (*rendered, error) {
 		return nil, fmt.Errorf("kustomize build %s: %w", dir, err)
 	}
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, monitoringv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, monitoringv1.AddToScheme, networkingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
@@ -76,12 +79,20 @@ func renderStrict(dir string) (*rendered, error) {
 		if err != nil {
 			return nil, err
 		}
+		if errs := validation.IsDNS1123Subdomain(r.GetName()); len(errs) > 0 {
+			return nil, fmt.Errorf("%s name %q: %v", r.GetKind(), r.GetName(), errs)
+		}
+		if r.GetApiVersion() == cnpgAPIVersion && r.GetKind() == "Cluster" {
+			c, err := decodeCNPGCluster(y)
+			if err != nil {
+				return nil, err
+			}
+			out.pgClusters = append(out.pgClusters, c)
+			continue
+		}
 		obj, gvk, err := codec.Decode(y, nil, nil)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s does not decode strictly as a Kubernetes object: %w\n%s", r.GetKind(), r.GetName(), err, y)
-		}
-		if errs := validation.IsDNS1123Subdomain(r.GetName()); len(errs) > 0 {
-			return nil, fmt.Errorf("%s name %q: %v", gvk.Kind, r.GetName(), errs)
 		}
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
@@ -94,6 +105,8 @@ func renderStrict(dir string) (*rendered, error) {
 			out.claims = append(out.claims, o)
 		case *monitoringv1.ServiceMonitor:
 			out.serviceMonitors = append(out.serviceMonitors, o)
+		case *networkingv1.Ingress:
+			out.ingresses = append(out.ingresses, o)
 		default:
 			return nil, fmt.Errorf("unexpected object %s %s", gvk, r.GetName())
 		}
