@@ -67,7 +67,9 @@ type unavailableError struct {
 	cause  error
 }
 
-func (e *unavailableError) Error() string   { return "pgstore: " + e.domain.Message + ": " + e.cause.Error() }
+func (e *unavailableError) Error() string {
+	return "pgstore: " + e.domain.Message + ": " + e.cause.Error()
+}
 func (e *unavailableError) Unwrap() []error { return []error{e.domain, e.cause} }
 
 // errCommitUnknown is the message of a commit whose outcome is unknown:

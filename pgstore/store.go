@@ -258,11 +258,11 @@ func (s *Store) probe() {
 
 // health is the store's last word on the database.
 type health struct {
-	ctx      context.Context // ends at Close
-	mu       sync.Mutex
-	err      error // nil: answering
-	at       time.Time
-	probing  bool
+	ctx     context.Context // ends at Close
+	mu      sync.Mutex
+	err     error // nil: answering
+	at      time.Time
+	probing bool
 }
 
 func (h *health) state() (err error, probe bool) {

@@ -90,8 +90,12 @@ func ids[T any](vs []*T, id func(*T) string) []string {
 	return out
 }
 
-func recordIDs(rs []*memory.Record) []string { return ids(rs, func(r *memory.Record) string { return r.ID }) }
-func eventIDs(es []*memory.Event) []string   { return ids(es, func(e *memory.Event) string { return e.ID }) }
+func recordIDs(rs []*memory.Record) []string {
+	return ids(rs, func(r *memory.Record) string { return r.ID })
+}
+func eventIDs(es []*memory.Event) []string {
+	return ids(es, func(e *memory.Event) string { return e.ID })
+}
 
 func collect[T any](t *testing.T, s memory.Store, scan func(memory.ReadTx, func(*T) bool) error) []*T {
 	t.Helper()
@@ -429,10 +433,14 @@ func testNotices(t *testing.T, s memory.Store) {
 	n := func(id string) *memory.Notice {
 		return &memory.Notice{ID: id, Kind: memory.NoticeParked, RecordID: "r", At: base}
 	}
-	update(t, s, func(tx memory.Tx) error { return errors.Join(tx.PutNotice(n("o2")), tx.PutNotice(n("o1")), tx.PutNotice(n("o3"))) })
+	update(t, s, func(tx memory.Tx) error {
+		return errors.Join(tx.PutNotice(n("o2")), tx.PutNotice(n("o1")), tx.PutNotice(n("o3")))
+	})
 	retry := n("o2")
 	retry.Attempts, retry.NextAttempt, retry.LastError = 1, base.Add(time.Minute), "slack down"
-	update(t, s, func(tx memory.Tx) error { return errors.Join(tx.PutNotice(retry), tx.DeleteNotice("o3"), tx.DeleteNotice("never")) })
+	update(t, s, func(tx memory.Tx) error {
+		return errors.Join(tx.PutNotice(retry), tx.DeleteNotice("o3"), tx.DeleteNotice("never"))
+	})
 	got := collect(t, s, func(tx memory.ReadTx, fn func(*memory.Notice) bool) error { return tx.ScanNotices(fn) })
 	same(t, "notices", got, []*memory.Notice{n("o1"), retry})
 }
