@@ -48,6 +48,7 @@ func classify(err error) failure {
 	switch {
 	case errors.As(err, &ce), errors.As(err, &ne), pgconn.Timeout(err),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, pgconn.ErrConnClosed), // a connection found broken before use
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, context.DeadlineExceeded):
 		return failUnavailable
