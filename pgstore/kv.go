@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
 
@@ -14,25 +15,25 @@ import (
 // Slack message that announced a parked write). A missing key is
 // store.ErrNotFound, as with the Badger store.
 func (s *Store) Get(ctx context.Context, namespace, key string) ([]byte, error) {
-	var out []byte
-	err := s.run(ctx, "get", readTx, func(t *tx) error {
-		err := t.tx.QueryRow(ctx, "SELECT value FROM memgate_kv WHERE namespace = $1 AND key = $2", namespace, key).Scan(&out)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return errNotFound
-		}
-		return t.fail(err)
-	})
-	if errors.Is(err, errNotFound) {
-		return nil, store.ErrNotFound
-	} else if err != nil {
-		return nil, fmt.Errorf("pgstore: get %s/%s: %w", namespace, key, err)
+	if s.closed.Load() {
+		return nil, memory.Errorf(memory.EUNAVAILABLE, "the store is closed")
 	}
-	return out, nil
+	// One statement, outside a transaction: one round trip.
+	var out []byte
+	err := s.pool.QueryRow(ctx, "SELECT value FROM memgate_kv WHERE namespace = $1 AND key = $2", namespace, key).Scan(&out)
+	switch {
+	case err == nil:
+		s.health.answered()
+		return out, nil
+	case errors.Is(err, pgx.ErrNoRows):
+		s.health.answered()
+		return nil, store.ErrNotFound
+	case classify(err) == failUnavailable && ctx.Err() == nil:
+		s.health.failed(err)
+		return nil, unavailable("get", err)
+	}
+	return nil, fmt.Errorf("pgstore: get %s/%s: %w", namespace, key, err)
 }
-
-// errNotFound carries a missing key out of run, which returns the errors
-// of fn it does not know as they are.
-var errNotFound = errors.New("not found")
 
 // Put writes a small value, durably (it returns once committed).
 func (s *Store) Put(ctx context.Context, namespace, key string, v []byte) error {

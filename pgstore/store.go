@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,7 @@ import (
 type Options struct {
 	// URL is a libpq connection string or postgres:// URL; pool settings
 	// (pool_max_conns, …) may be given in it, as pgxpool reads them.
+	// Without pool_max_conns the pool holds up to defaultMaxConns.
 	URL    string
 	Logger *slog.Logger
 	// Instance names this process as the owner of the outbox leases it
@@ -59,6 +61,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		// The URL may hold a password: pgx's message does not repeat it.
 		return nil, fmt.Errorf("pgstore: parse the database URL: %w", err)
 	}
+	if !strings.Contains(o.URL, "pool_max_conns") {
+		cfg.MaxConns = defaultMaxConns
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
@@ -83,6 +88,15 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	s.health.ctx = probeCtx
 	return s, nil
 }
+
+// defaultMaxConns bounds the pool when the URL does not. pgxpool's own
+// default (the number of CPUs, at least 4) is sized for CPU-bound work; a
+// sidecar's requests wait on the database, a View may be open while an
+// Update runs, and the governor serializes a slot's writers in process,
+// so a few more connections keep requests from queueing on the pool. Ten
+// instances then hold 160 connections: set pool_max_conns (and
+// PostgreSQL's max_connections) for larger fleets.
+const defaultMaxConns = 16
 
 // Instance is the owner name of the leases this store takes.
 func (s *Store) Instance() string { return s.instance }
