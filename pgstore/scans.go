@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -108,18 +107,7 @@ func (t *tx) ScanRollbackPoints(fn func(*memory.RollbackPoint) bool) error {
 func scanDocs[T any](t *tx, table, what string, fn func(*T) bool) error {
 	return scan(t, cursor{}, func(c cursor) (string, []any) {
 		return "SELECT id, doc FROM " + table + " WHERE id > $1 ORDER BY id" + limit, []any{c[0]}
-	}, func(r pgx.CollectableRow) (*T, cursor, error) {
-		var id string
-		var doc []byte
-		if err := r.Scan(&id, &doc); err != nil {
-			return nil, cursor{}, err
-		}
-		v := new(T)
-		if err := json.Unmarshal(doc, v); err != nil {
-			return nil, cursor{}, fmt.Errorf("decode %s %s: %w", what, id, err)
-		}
-		return v, cursor{id}, nil
-	}, each(fn))
+	}, docRow[T](what), each(fn))
 }
 
 // ScanKV calls fn with every value Put kept, in (namespace, key) order,

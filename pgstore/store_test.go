@@ -17,8 +17,8 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
-// sql runs statements on url outside any store.
-func sql(t *testing.T, url, q string, args ...any) error {
+// withConn runs fn on a connection to url of its own, outside any store.
+func withConn(t *testing.T, url string, fn func(context.Context, *pgx.Conn) error) error {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)
@@ -26,20 +26,23 @@ func sql(t *testing.T, url, q string, args ...any) error {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	_, err = conn.Exec(ctx, q, args...)
-	return err
+	return fn(ctx, conn)
 }
 
+// sql runs a statement outside any store.
+func sql(t *testing.T, url, q string, args ...any) error {
+	t.Helper()
+	return withConn(t, url, func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, q, args...)
+		return err
+	})
+}
+
+// count runs a query of one integer outside any store.
 func count(t *testing.T, url, q string) int {
 	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
 	var n int
-	if err := conn.QueryRow(ctx, q).Scan(&n); err != nil {
+	if err := withConn(t, url, func(ctx context.Context, conn *pgx.Conn) error { return conn.QueryRow(ctx, q).Scan(&n) }); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -302,13 +305,7 @@ func TestClaimNoticesLeasesEachOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := a.ClaimNotices(ctx, "a", time.Minute, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := noticeIDs(first); !slices.Equal(got, []string{"o000", "o001", "o002"}) {
-		t.Fatalf("first claim: %v, want the three oldest", got)
-	}
+	first := claim(t, a, "a", time.Minute, 3, []string{"o000", "o001", "o002"})
 	// Four claimers on two instances take the rest, a few at a time.
 	var mu sync.Mutex
 	claimed := map[string]int{}
@@ -335,7 +332,7 @@ func TestClaimNoticesLeasesEachOnce(t *testing.T) {
 	}
 	wg.Wait()
 	for id, n := range claimed {
-		if n != 1 || slices.Contains(noticeIDs(first), id) || id == "o999" {
+		if n != 1 || slices.Contains(first, id) || id == "o999" {
 			t.Errorf("notice %s claimed %d times by the claimers", id, n)
 		}
 	}
@@ -349,22 +346,23 @@ func TestClaimNoticesLeasesEachOnce(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := b.ClaimNotices(ctx, "dead", -time.Second, 1)
-	if err != nil || !slices.Equal(noticeIDs(dead), []string{"o500"}) {
-		t.Fatalf("claim of new notices: %v, %v; want [o500]", noticeIDs(dead), err)
-	}
+	claim(t, b, "dead", -time.Second, 1, []string{"o500"})
 	if err := a.Update(ctx, func(tx memory.Tx) error {
 		return tx.PutNotice(&memory.Notice{ID: "o001", Attempts: 1, NextAttempt: time.Now().Add(-time.Second)})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := b.ClaimNotices(ctx, "b", time.Minute, 10)
-	if err != nil {
-		t.Fatal(err)
+	claim(t, b, "b", time.Minute, 10, []string{"o001", "o500", "o600"})
+}
+
+// claim claims notices and fails unless it got want, in order.
+func claim(t *testing.T, st *pgstore.Store, owner string, lease time.Duration, limit int, want []string) []string {
+	t.Helper()
+	ns, err := st.ClaimNotices(context.Background(), owner, lease, limit)
+	if got := noticeIDs(ns); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("%s claims %d for %v: %v, %v; want %v", owner, limit, lease, got, err, want)
 	}
-	if got := noticeIDs(again); !slices.Equal(got, []string{"o001", "o500", "o600"}) {
-		t.Fatalf("claim after a reschedule and an ended lease: %v, want [o001 o500 o600]", got)
-	}
+	return want
 }
 
 func noticeIDs(ns []*memory.Notice) []string {

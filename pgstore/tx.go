@@ -113,33 +113,28 @@ func scan[T any](t *tx, start cursor, query func(after cursor) (string, []any),
 
 var limit = fmt.Sprintf(" LIMIT %d", pageSize)
 
-// recordRow reads (id, doc); the cursor is the id.
-func recordRow(r pgx.CollectableRow) (*memory.Record, cursor, error) {
-	var id string
-	var doc []byte
-	if err := r.Scan(&id, &doc); err != nil {
-		return nil, cursor{}, err
+// docRow reads (id, doc) rows of entities encoded as T; the cursor is the
+// id. what names the entity in errors.
+func docRow[T any](what string) func(pgx.CollectableRow) (*T, cursor, error) {
+	return func(r pgx.CollectableRow) (*T, cursor, error) {
+		var id string
+		var doc []byte
+		if err := r.Scan(&id, &doc); err != nil {
+			return nil, cursor{}, err
+		}
+		v := new(T)
+		if err := json.Unmarshal(doc, v); err != nil {
+			return nil, cursor{}, fmt.Errorf("decode %s %s: %w", what, id, err)
+		}
+		return v, cursor{id}, nil
 	}
-	var rec memory.Record
-	if err := json.Unmarshal(doc, &rec); err != nil {
-		return nil, cursor{}, fmt.Errorf("decode memory %s: %w", id, err)
-	}
-	return &rec, cursor{id}, nil
 }
 
-// eventRow reads (id, doc).
-func eventRow(r pgx.CollectableRow) (*memory.Event, cursor, error) {
-	var id string
-	var doc []byte
-	if err := r.Scan(&id, &doc); err != nil {
-		return nil, cursor{}, err
-	}
-	var ev memory.Event
-	if err := json.Unmarshal(doc, &ev); err != nil {
-		return nil, cursor{}, fmt.Errorf("decode event %s: %w", id, err)
-	}
-	return &ev, cursor{id}, nil
-}
+var (
+	recordRow = docRow[memory.Record]("memory")
+	eventRow  = docRow[memory.Event]("event")
+	noticeRow = docRow[memory.Notice]("notice")
+)
 
 // each adapts a callback that cannot fail.
 func each[T any](fn func(T) bool) func(T) (bool, error) {
@@ -215,19 +210,14 @@ func (t *tx) ScanActive(subjectID string, fn func(*memory.Record) bool) error {
 		}, recordRow, each(fn))
 	}
 	return scan(t, cursor{}, func(c cursor) (string, []any) {
-		return "SELECT subject_id, id, doc FROM memgate_records WHERE status = 'active' AND (subject_id, id) > ($1, $2) ORDER BY subject_id, id" + limit,
+		return "SELECT id, doc FROM memgate_records WHERE status = 'active' AND (subject_id, id) > ($1, $2) ORDER BY subject_id, id" + limit,
 			[]any{c[0], c[1]}
 	}, func(r pgx.CollectableRow) (*memory.Record, cursor, error) {
-		var subject, id string
-		var doc []byte
-		if err := r.Scan(&subject, &id, &doc); err != nil {
-			return nil, cursor{}, err
+		rec, c, err := recordRow(r)
+		if err != nil {
+			return nil, c, err
 		}
-		var rec memory.Record
-		if err := json.Unmarshal(doc, &rec); err != nil {
-			return nil, cursor{}, fmt.Errorf("decode memory %s: %w", id, err)
-		}
-		return &rec, cursor{subject, id}, nil
+		return rec, cursor{rec.SubjectID, rec.ID}, nil
 	}, each(fn))
 }
 
@@ -303,19 +293,6 @@ func (t *tx) ScanNotices(fn func(*memory.Notice) bool) error {
 	return scan(t, cursor{}, func(c cursor) (string, []any) {
 		return "SELECT id, doc FROM memgate_notices WHERE id > $1 ORDER BY id" + limit, []any{c[0]}
 	}, noticeRow, each(fn))
-}
-
-func noticeRow(r pgx.CollectableRow) (*memory.Notice, cursor, error) {
-	var id string
-	var doc []byte
-	if err := r.Scan(&id, &doc); err != nil {
-		return nil, cursor{}, err
-	}
-	var n memory.Notice
-	if err := json.Unmarshal(doc, &n); err != nil {
-		return nil, cursor{}, fmt.Errorf("decode notice %s: %w", id, err)
-	}
-	return &n, cursor{id}, nil
 }
 
 // PutRecord writes a record with the columns its scans filter on. The
