@@ -85,7 +85,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	probeCtx, stop := context.WithCancel(context.Background())
 	s := &Store{pool: pool, log: o.Logger, instance: o.Instance, stop: stop}
-	s.health.ctx = probeCtx
+	s.health.ctx, s.health.log = probeCtx, o.Logger
 	return s, nil
 }
 
@@ -270,9 +270,11 @@ func (s *Store) probe() {
 	s.health.probed(err)
 }
 
-// health is the store's last word on the database.
+// health is the store's last word on the database. It logs each change:
+// the database going away, and answering again.
 type health struct {
 	ctx     context.Context // ends at Close
+	log     *slog.Logger
 	mu      sync.Mutex
 	err     error // nil: answering
 	at      time.Time
@@ -288,24 +290,29 @@ func (h *health) state() (err error, probe bool) {
 	return h.err, probe
 }
 
-func (h *health) answered() {
-	h.mu.Lock()
-	h.err, h.at = nil, time.Now()
-	h.mu.Unlock()
-}
+func (h *health) answered() { h.set(nil, false) }
 
-func (h *health) failed(cause error) {
-	h.mu.Lock()
-	h.err, h.at = unavailable("no answer", cause), time.Now()
-	h.mu.Unlock()
-}
+func (h *health) failed(cause error) { h.set(cause, false) }
 
-func (h *health) probed(err error) {
+func (h *health) probed(err error) { h.set(err, true) }
+
+// set records the outcome of a transaction or a probe (cause nil: the
+// database answered).
+func (h *health) set(cause error, probe bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.probing, h.at = false, time.Now()
-	if err != nil {
-		h.err = unavailable("no answer", err)
+	if probe {
+		h.probing = false
+	}
+	h.at = time.Now()
+	switch {
+	case cause != nil && h.err == nil:
+		h.log.Error("pgstore: the database is unavailable", "err", cause)
+	case cause == nil && h.err != nil:
+		h.log.Info("pgstore: the database answers again")
+	}
+	if cause != nil {
+		h.err = unavailable("no answer", cause)
 	} else {
 		h.err = nil
 	}
