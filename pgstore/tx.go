@@ -307,30 +307,24 @@ func (t *tx) PutRecord(r *memory.Record) error {
 	if !r.ActivatedAt.IsZero() {
 		activated = &r.ActivatedAt
 	}
-	var version int64
-	err = t.tx.QueryRow(t.ctx, `INSERT INTO memgate_records (id, slot_id, subject_id, status, layer,
-			scope_user_id, scope_agent_id, scope_app_id, scope_run_id, summary, created_at, activated_at, doc)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-		ON CONFLICT (id) DO UPDATE SET slot_id = EXCLUDED.slot_id, subject_id = EXCLUDED.subject_id,
-			status = EXCLUDED.status, layer = EXCLUDED.layer, scope_user_id = EXCLUDED.scope_user_id,
-			scope_agent_id = EXCLUDED.scope_agent_id, scope_app_id = EXCLUDED.scope_app_id,
-			scope_run_id = EXCLUDED.scope_run_id, summary = EXCLUDED.summary, created_at = EXCLUDED.created_at,
-			activated_at = EXCLUDED.activated_at, doc = EXCLUDED.doc, version = memgate_records.version + 1
-		RETURNING version`,
-		r.ID, r.SlotID, r.SubjectID, string(r.Status), string(r.Layer), r.Scope.UserID, r.Scope.AgentID,
-		r.Scope.AppID, r.Scope.RunID, r.Summary, r.CreatedAt, activated, doc).Scan(&version)
-	if err != nil {
-		return fmt.Errorf("put memory %s: %w", r.ID, t.fail(err))
-	}
-	if version > 1 {
-		return nil
-	}
+	// One statement: the upsert, and the writers' rows when it inserted
+	// (version 1).
 	kinds, ids := actorRows(r)
-	if len(kinds) == 0 {
-		return nil
-	}
-	return t.exec("put memory "+r.ID+" actors", `INSERT INTO memgate_record_actors (kind, actor_id, record_id)
-		SELECT k, a, $3 FROM unnest($1::text[], $2::text[]) AS x(k, a) ON CONFLICT DO NOTHING`, kinds, ids, r.ID)
+	return t.exec("put memory "+r.ID, `WITH up AS (
+			INSERT INTO memgate_records (id, slot_id, subject_id, status, layer,
+				scope_user_id, scope_agent_id, scope_app_id, scope_run_id, summary, created_at, activated_at, doc)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+			ON CONFLICT (id) DO UPDATE SET slot_id = EXCLUDED.slot_id, subject_id = EXCLUDED.subject_id,
+				status = EXCLUDED.status, layer = EXCLUDED.layer, scope_user_id = EXCLUDED.scope_user_id,
+				scope_agent_id = EXCLUDED.scope_agent_id, scope_app_id = EXCLUDED.scope_app_id,
+				scope_run_id = EXCLUDED.scope_run_id, summary = EXCLUDED.summary, created_at = EXCLUDED.created_at,
+				activated_at = EXCLUDED.activated_at, doc = EXCLUDED.doc, version = memgate_records.version + 1
+			RETURNING version)
+		INSERT INTO memgate_record_actors (kind, actor_id, record_id)
+		SELECT x.k, x.a, $1 FROM up, unnest($14::text[], $15::text[]) AS x(k, a) WHERE up.version = 1
+		ON CONFLICT DO NOTHING`,
+		r.ID, r.SlotID, r.SubjectID, string(r.Status), string(r.Layer), r.Scope.UserID, r.Scope.AgentID,
+		r.Scope.AppID, r.Scope.RunID, r.Summary, r.CreatedAt, activated, doc, kinds, ids)
 }
 
 // actorRows lists who wrote r: its run and session (kind "run"), its
