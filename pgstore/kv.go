@@ -41,7 +41,7 @@ func (s *Store) Put(ctx context.Context, namespace, key string, v []byte) error 
 		v = []byte{}
 	}
 	err := s.run(ctx, "put", rowTx, func(t *tx) error {
-		return t.exec("put", `INSERT INTO memgate_kv (namespace, key, value) VALUES ($1, $2, $3)
+		return t.exec(`INSERT INTO memgate_kv (namespace, key, value) VALUES ($1, $2, $3)
 			ON CONFLICT (namespace, key) DO UPDATE SET value = EXCLUDED.value`, namespace, key, v)
 	})
 	if err != nil {

@@ -25,6 +25,9 @@ func (s *Store) ClaimNotices(ctx context.Context, owner string, lease time.Durat
 	var out []*memory.Notice
 	err := s.run(ctx, "claim notices", rowTx, func(t *tx) error {
 		out = out[:0]
+		if err := t.flush(); err != nil {
+			return err
+		}
 		rows, err := t.tx.Query(ctx, `WITH due AS (
 				SELECT id FROM memgate_notices
 				WHERE (lease_until IS NULL OR lease_until <= now()) AND (next_attempt IS NULL OR next_attempt <= $4)

@@ -50,6 +50,9 @@ func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory
 		intern[s] = s
 		return s
 	}
+	if err := t.flush(); err != nil {
+		return err
+	}
 	st := &tx{ctx: ctx, tx: t.tx}
 	err := scan(st, cursor{}, func(c cursor) (string, []any) {
 		args[0], args[1] = c[0], c[1]

@@ -204,6 +204,9 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 	}
 	t := &tx{ctx: ctx, tx: ptx}
 	ferr := fn(t)
+	if ferr == nil {
+		t.flush() // an error is kept in t.err
+	}
 	if ferr == nil && t.err == nil {
 		if err := ptx.Commit(ctx); err != nil {
 			return err, true

@@ -21,6 +21,12 @@ type tx struct {
 	// refuses every statement of the transaction, and the runner decides
 	// on it (a lost race is retried) whatever fn made of it.
 	err error
+	// writes are the statements written since the last read, sent in one
+	// round trip (a pipeline) before the next read or COMMIT: a write
+	// returns nothing fn needs, and a read sees every write before it. A
+	// write's error is therefore returned by the read or the Update
+	// after it.
+	writes pgx.Batch
 }
 
 var (
@@ -37,9 +43,24 @@ func (t *tx) fail(err error) error {
 	return err
 }
 
-func (t *tx) exec(what, sql string, args ...any) error {
-	if _, err := t.tx.Exec(t.ctx, sql, args...); err != nil {
-		return fmt.Errorf("%s: %w", what, t.fail(err))
+// exec queues a write.
+func (t *tx) exec(sql string, args ...any) error {
+	if t.err != nil {
+		return t.err // the server would refuse it
+	}
+	t.writes.Queue(sql, args...)
+	return nil
+}
+
+// flush sends the queued writes.
+func (t *tx) flush() error {
+	if t.err != nil || t.writes.Len() == 0 {
+		return t.err
+	}
+	b := t.writes
+	t.writes = pgx.Batch{}
+	if err := t.tx.SendBatch(t.ctx, &b).Close(); err != nil {
+		return fmt.Errorf("write: %w", t.fail(err))
 	}
 	return nil
 }
@@ -47,6 +68,9 @@ func (t *tx) exec(what, sql string, args ...any) error {
 // getDoc decodes the doc column of the row query finds into v; no row is
 // ENOTFOUND, worded as the Badger store words it.
 func (t *tx) getDoc(query, what, id string, v any) error {
+	if err := t.flush(); err != nil {
+		return err
+	}
 	var doc []byte
 	err := t.tx.QueryRow(t.ctx, query, id).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -84,6 +108,9 @@ func scan[T any](t *tx, start cursor, query func(after cursor) (string, []any),
 	type item struct {
 		v T
 		c cursor
+	}
+	if err := t.flush(); err != nil {
+		return err
 	}
 	after := start
 	for {
@@ -305,12 +332,13 @@ func (t *tx) PutRecord(r *memory.Record) error {
 	}
 	var activated *time.Time
 	if !r.ActivatedAt.IsZero() {
-		activated = &r.ActivatedAt
+		at := r.ActivatedAt // a copy: the write is sent later, r may change
+		activated = &at
 	}
 	// One statement: the upsert, and the writers' rows when it inserted
 	// (version 1).
 	kinds, ids := actorRows(r)
-	return t.exec("put memory "+r.ID, `WITH up AS (
+	return t.exec(`WITH up AS (
 			INSERT INTO memgate_records (id, slot_id, subject_id, status, layer,
 				scope_user_id, scope_agent_id, scope_app_id, scope_run_id, summary, created_at, activated_at, doc)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
@@ -345,7 +373,7 @@ func (t *tx) PutSlot(s *memory.Slot) error {
 	if err != nil {
 		return err
 	}
-	return t.exec("put slot "+s.ID, `INSERT INTO memgate_slots (id, subject_id, doc) VALUES ($1, $2, $3)
+	return t.exec(`INSERT INTO memgate_slots (id, subject_id, doc) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET subject_id = EXCLUDED.subject_id, doc = EXCLUDED.doc`, s.ID, s.SubjectID, doc)
 }
 
@@ -354,7 +382,7 @@ func (t *tx) PutRollbackPoint(p *memory.RollbackPoint) error {
 	if err != nil {
 		return err
 	}
-	return t.exec("put rollback point "+p.ID, `INSERT INTO memgate_rollback_points (id, doc) VALUES ($1, $2)
+	return t.exec(`INSERT INTO memgate_rollback_points (id, doc) VALUES ($1, $2)
 		ON CONFLICT (id) DO UPDATE SET doc = EXCLUDED.doc`, p.ID, doc)
 }
 
@@ -369,9 +397,10 @@ func (t *tx) AppendEvent(e *memory.Event) error {
 	}
 	var recordID *string
 	if e.RecordID != "" {
-		recordID = &e.RecordID
+		id := e.RecordID
+		recordID = &id
 	}
-	return t.exec("append event "+e.ID, "INSERT INTO memgate_events (id, record_id, shadowed, doc) VALUES ($1, $2, $3, $4)",
+	return t.exec("INSERT INTO memgate_events (id, record_id, shadowed, doc) VALUES ($1, $2, $3, $4)",
 		e.ID, recordID, memory.IsShadowed(e), doc)
 }
 
@@ -384,13 +413,14 @@ func (t *tx) PutNotice(n *memory.Notice) error {
 	}
 	var next *time.Time
 	if !n.NextAttempt.IsZero() {
-		next = &n.NextAttempt
+		at := n.NextAttempt
+		next = &at
 	}
-	return t.exec("put notice "+n.ID, `INSERT INTO memgate_notices (id, next_attempt, doc) VALUES ($1, $2, $3)
+	return t.exec(`INSERT INTO memgate_notices (id, next_attempt, doc) VALUES ($1, $2, $3)
 		ON CONFLICT (id) DO UPDATE SET next_attempt = EXCLUDED.next_attempt, doc = EXCLUDED.doc,
 			lease_owner = NULL, lease_until = NULL`, n.ID, next, doc)
 }
 
 func (t *tx) DeleteNotice(id string) error {
-	return t.exec("delete notice "+id, "DELETE FROM memgate_notices WHERE id = $1", id)
+	return t.exec("DELETE FROM memgate_notices WHERE id = $1", id)
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Open) {
 		{"events of a record", testRecordEvents},
 		{"notices put, scanned, deleted", testNotices},
 		{"a failed update writes nothing", testAtomicUpdate},
+		{"an update reads its own writes", testReadYourWrites},
 		{"a view reads one snapshot", testSnapshot},
 		{"conflicting updates all apply", testConflictingUpdates},
 		{"a scan stops when fn says so", testScanStops},
@@ -472,6 +473,37 @@ func testAtomicUpdate(t *testing.T, s memory.Store) {
 	if ns := collect(t, s, func(tx memory.ReadTx, fn func(*memory.Notice) bool) error { return tx.ScanNotices(fn) }); len(ns) != 0 {
 		t.Errorf("a failed update queued %d notices", len(ns))
 	}
+}
+
+func testReadYourWrites(t *testing.T, s memory.Store) {
+	update(t, s, func(tx memory.Tx) error {
+		r := record("r1", "s1", "a", memory.StatusPending)
+		if err := errors.Join(tx.PutRecord(r), tx.PutSlot(&memory.Slot{ID: "s1", SubjectID: "a", Rev: 1}),
+			tx.AppendEvent(event("e1", "r1", memory.EventParked, false))); err != nil {
+			return err
+		}
+		r.Status = memory.StatusActive // the caller's record changes after the write: the write keeps what it was
+		got, err := tx.Record("r1")
+		if err != nil {
+			return err
+		}
+		pending, err1 := tx.SlotPending("s1")
+		events, err2 := tx.RecordEvents("r1")
+		slot, err3 := tx.Slot("s1")
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return err
+		}
+		if got.Status != memory.StatusPending || len(pending) != 1 || len(events) != 1 || slot.Rev != 1 {
+			t.Errorf("in the update: record %s, %d pending, %d events, slot rev %d; want its own writes", got.Status, len(pending), len(events), slot.Rev)
+		}
+		if err := tx.PutRecord(r); err != nil {
+			return err
+		}
+		var active []string
+		err = tx.ScanActive("a", func(r *memory.Record) bool { active = append(active, r.ID); return true })
+		same(t, "active after a second write", active, []string{"r1"})
+		return err
+	})
 }
 
 func testSnapshot(t *testing.T, s memory.Store) {
