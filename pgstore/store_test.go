@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -371,4 +372,42 @@ func noticeIDs(ns []*memory.Notice) []string {
 		out = append(out, n.ID)
 	}
 	return out
+}
+
+// TestUnreachableAndClosedAreUnavailable: a database that refuses
+// connections at Open, and a store used after Close, answer EUNAVAILABLE
+// (503), not an internal error.
+func TestUnreachableAndClosedAreUnavailable(t *testing.T) {
+	ctx := context.Background()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	_, err = pgstore.Open(ctx, pgstore.Options{URL: "postgres://memgate@" + addr + "/memgate?connect_timeout=5"})
+	if memory.ErrorCode(err) != memory.EUNAVAILABLE {
+		t.Errorf("open of an unreachable database: %v, want code %s", err, memory.EUNAVAILABLE)
+	}
+	st, err := pgstore.Open(ctx, pgstore.Options{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Writable(); err != nil {
+		t.Fatalf("writable when open: %v", err)
+	}
+	st.Close()
+	calls := map[string]error{
+		"update":   st.Update(ctx, func(memory.Tx) error { return nil }),
+		"view":     st.View(ctx, func(memory.ReadTx) error { return nil }),
+		"put":      st.Put(ctx, "n", "k", nil),
+		"writable": st.Writable(),
+	}
+	_, calls["get"] = st.Get(ctx, "n", "k")
+	_, calls["claim"] = st.ClaimNotices(ctx, "me", time.Minute, 1)
+	for name, err := range calls {
+		if memory.ErrorCode(err) != memory.EUNAVAILABLE {
+			t.Errorf("%s after close: %v, want code %s", name, err, memory.EUNAVAILABLE)
+		}
+	}
 }
