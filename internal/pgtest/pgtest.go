@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -230,11 +231,23 @@ func (c *Cluster) Start() error {
 		"-c", "fsync=on", "-c", "synchronous_commit=on", "-c", "max_connections=300",
 		"-c", "shared_buffers=32MB")
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
+	// Pdeathsig follows the thread that started the process, not this
+	// one: the goroutine that starts it keeps its thread until the server
+	// has exited, so the signal comes only if the test binary dies.
+	started, done := make(chan error, 1), make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		cmd.Wait()
+		close(done)
+	}()
+	if err := <-started; err != nil {
 		return fmt.Errorf("start postgres: %w", err)
 	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
 	c.proc, c.done = cmd, done
 	deadline := time.Now().Add(time.Minute)
 	for {
