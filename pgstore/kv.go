@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
 
@@ -16,7 +15,7 @@ import (
 // store.ErrNotFound, as with the Badger store.
 func (s *Store) Get(ctx context.Context, namespace, key string) ([]byte, error) {
 	if s.closed.Load() {
-		return nil, memory.Errorf(memory.EUNAVAILABLE, "the store is closed")
+		return nil, errClosed()
 	}
 	// One statement, outside a transaction: one round trip.
 	var out []byte

@@ -145,28 +145,34 @@ func (s *Store) View(ctx context.Context, fn func(memory.ReadTx) error) error {
 }
 
 // run runs fn in a transaction with opts until it commits, fails for good,
-// or the database is found unavailable.
+// or the database is found unavailable. Only a write transaction's fn is
+// run again after it ran (memory.Store allows it for Update); a View's fn
+// may keep what it read, so it is retried only when it never ran.
 func (s *Store) run(ctx context.Context, op string, opts pgx.TxOptions, fn func(*tx) error) error {
 	if s.closed.Load() {
-		return memory.Errorf(memory.EUNAVAILABLE, "the store is closed")
+		return errClosed()
 	}
+	rerun := opts.AccessMode != pgx.ReadOnly
 	reconnected := false
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("pgstore: %s: %w", op, err)
 		}
-		err, committing := s.attempt(ctx, opts, fn)
+		at, err := s.attempt(ctx, opts, fn)
 		if err == nil {
 			s.health.answered()
 			return nil
 		}
 		var de *memory.Error
-		if errors.As(err, &de) {
+		switch {
+		case errors.As(err, &de):
 			return err // a domain answer from fn
+		case s.closed.Load():
+			return errClosed() // closed under it
 		}
 		switch classify(err) {
 		case failRetry:
-			if attempt < maxAttempts {
+			if attempt < maxAttempts && (rerun || at == atBegin) {
 				if err := sleep(ctx, backoff(attempt)); err != nil {
 					return fmt.Errorf("pgstore: %s: %w", op, err)
 				}
@@ -178,14 +184,14 @@ func (s *Store) run(ctx context.Context, op string, opts pgx.TxOptions, fn func(
 				return fmt.Errorf("pgstore: %s: %w", op, ctx.Err())
 			}
 			s.health.failed(err)
-			if committing && !pgconn.SafeToRetry(err) {
+			if at == atCommit && rerun && !pgconn.SafeToRetry(err) {
 				s.log.Error("pgstore: commit outcome unknown", "op", op, "err", err)
 				return unavailable(errCommitUnknown, err)
 			}
 			// A connection the server closed (a restart) is found broken
 			// only when used; the pool drops it, and one more attempt
 			// takes a fresh one. Nothing was committed.
-			if !reconnected {
+			if !reconnected && (rerun || at == atBegin) {
 				reconnected = true
 				continue
 			}
@@ -195,12 +201,22 @@ func (s *Store) run(ctx context.Context, op string, opts pgx.TxOptions, fn func(
 	}
 }
 
-// attempt runs fn once in a transaction. committing reports an error of
-// COMMIT itself.
-func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(*tx) error) (err error, committing bool) {
+func errClosed() error { return memory.Errorf(memory.EUNAVAILABLE, "the store is closed") }
+
+// stage is how far an attempt got before it failed.
+type stage int
+
+const (
+	atBegin  stage = iota // fn did not run
+	inFn                  // fn ran (or was running)
+	atCommit              // COMMIT itself failed
+)
+
+// attempt runs fn once in a transaction.
+func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(*tx) error) (stage, error) {
 	ptx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
-		return err, false
+		return atBegin, err
 	}
 	t := &tx{ctx: ctx, tx: ptx}
 	ferr := fn(t)
@@ -209,9 +225,9 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 	}
 	if ferr == nil && t.err == nil {
 		if err := ptx.Commit(ctx); err != nil {
-			return err, true
+			return atCommit, err
 		}
-		return nil, false
+		return atCommit, nil
 	}
 	// Rolling back a transaction the server has already aborted or lost
 	// has nothing to report.
@@ -219,9 +235,9 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 	// A database error fn saw decides, whatever fn made of it: the
 	// transaction is aborted either way, and a lost race is retried.
 	if t.err != nil && (ferr == nil || classify(t.err) != failOther) {
-		return t.err, false
+		return inFn, t.err
 	}
-	return ferr, false
+	return inFn, ferr
 }
 
 func backoff(attempt int) time.Duration {
@@ -247,7 +263,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // (a ping, at most one a second) when that is older than a second.
 func (s *Store) Writable() error {
 	if s.closed.Load() {
-		return memory.Errorf(memory.EUNAVAILABLE, "the store is closed")
+		return errClosed()
 	}
 	err, probe := s.health.state()
 	if probe {
