@@ -109,11 +109,12 @@ func scan[T any](t *tx, start cursor, query func(after cursor) (string, []any),
 		v T
 		c cursor
 	}
-	if err := t.flush(); err != nil {
-		return err
-	}
 	after := start
 	for {
+		// fn may have written since the last page: the next one sees it.
+		if err := t.flush(); err != nil {
+			return err
+		}
 		q, args := query(after)
 		rows, err := t.tx.Query(t.ctx, q, args...)
 		if err != nil {
@@ -138,6 +139,7 @@ func scan[T any](t *tx, start cursor, query func(after cursor) (string, []any),
 	}
 }
 
+// limit ends every page query (set once, never changed).
 var limit = fmt.Sprintf(" LIMIT %d", pageSize)
 
 // docRow reads (id, doc) rows of entities encoded as T; the cursor is the
