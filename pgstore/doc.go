@@ -19,13 +19,21 @@
 // and KV writes are single statements on rows they lock, in READ
 // COMMITTED (SKIP LOCKED is meant for it).
 //
+// Round trips. Writes return nothing fn needs, so a transaction queues
+// them and sends them together (a pipeline) before its next read or its
+// COMMIT; an apply is then BEGIN, a read, the writes, COMMIT. A write's
+// error comes back from the read or the Update after it.
+//
 // Failures. An error that says the database cannot be reached or is going
 // away (connection refused or reset, admin shutdown 57P01, cannot connect
 // now 57P03, a deadline while connecting) is returned as a memory error
 // with code EUNAVAILABLE, which the HTTP layers answer with 503. A write
 // is reported done only when COMMIT returned OK; a connection lost during
 // COMMIT leaves the outcome unknown and is reported as EUNAVAILABLE too,
-// never as success. The pool replaces broken connections by itself, so
+// never as success. An Update whose connection broke before COMMIT runs
+// once more on a fresh connection (memory.Store lets fn run again); a
+// View's fn, which may keep what it read, runs again only if it had not
+// started. The pool replaces broken connections by itself, so
 // the store keeps working once the database is back, without reopening.
 // Writable answers from the last outcome, probing at most once a second.
 //
