@@ -20,8 +20,7 @@ import (
 // when subjectID is not empty, whose scope holds every non-empty id of
 // scope, in (subject, record id) order, with the record's version (which
 // grows with each write of it), until fn returns false. It has the
-// meaning of store.Snapshot.ScanActiveIndex; the times are PostgreSQL's
-// microseconds.
+// meaning of store.Snapshot.ScanActiveIndex, times to the nanosecond.
 func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(store.ActiveEntry, uint64) bool) error {
 	var where strings.Builder
 	args := []any{"", ""} // the cursor: $1, $2
@@ -37,7 +36,7 @@ func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory
 	cond("scope_app_id", scope.AppID)
 	cond("scope_run_id", scope.RunID)
 	q := `SELECT subject_id, id, version, layer, scope_user_id, scope_agent_id, scope_app_id, scope_run_id,
-			summary, created_at, activated_at
+			summary, created_ns, activated_ns
 		FROM memgate_records WHERE status = 'active' AND (subject_id, id) > ($1, $2)` + where.String() +
 		" ORDER BY subject_id, id" + limit
 	// Strings that repeat (subjects, layers, scope ids) are shared between
@@ -61,17 +60,18 @@ func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory
 		var e store.ActiveEntry
 		var layer string
 		var version int64
-		var activated *time.Time
+		var created int64
+		var activated *int64
 		if err := r.Scan(&e.SubjectID, &e.ID, &version, &layer, &e.Scope.UserID, &e.Scope.AgentID, &e.Scope.AppID,
-			&e.Scope.RunID, &e.Summary, &e.CreatedAt, &activated); err != nil {
+			&e.Scope.RunID, &e.Summary, &created, &activated); err != nil {
 			return entryVersion{}, cursor{}, err
 		}
 		c := cursor{e.SubjectID, e.ID}
 		e.SubjectID, e.Layer = in(e.SubjectID), memory.Layer(in(layer))
 		e.Scope = memory.Scope{UserID: in(e.Scope.UserID), AgentID: in(e.Scope.AgentID), AppID: in(e.Scope.AppID), RunID: in(e.Scope.RunID)}
-		e.CreatedAt = e.CreatedAt.UTC()
+		e.CreatedAt = time.Unix(0, created).UTC()
 		if activated != nil {
-			e.ActivatedAt = activated.UTC()
+			e.ActivatedAt = time.Unix(0, *activated).UTC()
 		}
 		return entryVersion{e, uint64(version)}, c, nil
 	}, func(ev entryVersion) (bool, error) { return fn(ev.entry, ev.version), nil })

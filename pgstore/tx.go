@@ -332,9 +332,9 @@ func (t *tx) PutRecord(r *memory.Record) error {
 	if err != nil {
 		return err
 	}
-	var activated *time.Time
+	var activated *int64
 	if !r.ActivatedAt.IsZero() {
-		at := r.ActivatedAt // a copy: the write is sent later, r may change
+		at := r.ActivatedAt.UnixNano() // a copy: the write is sent later, r may change
 		activated = &at
 	}
 	// One statement: the upsert, and the writers' rows when it inserted
@@ -342,19 +342,19 @@ func (t *tx) PutRecord(r *memory.Record) error {
 	kinds, ids := actorRows(r)
 	return t.exec(`WITH up AS (
 			INSERT INTO memgate_records (id, slot_id, subject_id, status, layer,
-				scope_user_id, scope_agent_id, scope_app_id, scope_run_id, summary, created_at, activated_at, doc)
+				scope_user_id, scope_agent_id, scope_app_id, scope_run_id, summary, created_ns, activated_ns, doc)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
 			ON CONFLICT (id) DO UPDATE SET slot_id = EXCLUDED.slot_id, subject_id = EXCLUDED.subject_id,
 				status = EXCLUDED.status, layer = EXCLUDED.layer, scope_user_id = EXCLUDED.scope_user_id,
 				scope_agent_id = EXCLUDED.scope_agent_id, scope_app_id = EXCLUDED.scope_app_id,
-				scope_run_id = EXCLUDED.scope_run_id, summary = EXCLUDED.summary, created_at = EXCLUDED.created_at,
-				activated_at = EXCLUDED.activated_at, doc = EXCLUDED.doc, version = memgate_records.version + 1
+				scope_run_id = EXCLUDED.scope_run_id, summary = EXCLUDED.summary, created_ns = EXCLUDED.created_ns,
+				activated_ns = EXCLUDED.activated_ns, doc = EXCLUDED.doc, version = memgate_records.version + 1
 			RETURNING version)
 		INSERT INTO memgate_record_actors (kind, actor_id, record_id)
 		SELECT x.k, x.a, $1 FROM up, unnest($14::text[], $15::text[]) AS x(k, a) WHERE up.version = 1
 		ON CONFLICT DO NOTHING`,
 		r.ID, r.SlotID, r.SubjectID, string(r.Status), string(r.Layer), r.Scope.UserID, r.Scope.AgentID,
-		r.Scope.AppID, r.Scope.RunID, r.Summary, r.CreatedAt, activated, doc, kinds, ids)
+		r.Scope.AppID, r.Scope.RunID, r.Summary, r.CreatedAt.UnixNano(), activated, doc, kinds, ids)
 }
 
 // actorRows lists who wrote r: its run and session (kind "run"), its

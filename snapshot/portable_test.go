@@ -12,7 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
 )
@@ -41,13 +43,25 @@ type testStore interface {
 	snapshot.KV
 }
 
-// storeKinds are the stores the round trip runs between, each way. The
-// PostgreSQL store joins with an opener of an empty database.
+// storeKinds are the stores the round trip runs between, each way.
 var storeKinds = []struct {
 	name string
 	open func(t *testing.T) testStore
 }{
 	{"badger", func(t *testing.T) testStore { return openStore(t) }},
+	{"postgres", openPostgres},
+}
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func openPostgres(t *testing.T) testStore {
+	t.Helper()
+	st, err := pgstore.Open(context.Background(), pgstore.Options{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 func openStore(t *testing.T) *store.Store {

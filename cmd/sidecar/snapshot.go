@@ -16,6 +16,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
 )
@@ -143,10 +144,11 @@ func openSnapshotStore(ctx context.Context, dataDir, storeURL string) (snapshotS
 		if !isPostgresURL(storeURL) {
 			return nil, fmt.Errorf("--store %s: want a postgres:// or postgresql:// URL, or no --store for the Badger store under --data-dir", redactedURL(storeURL))
 		}
-		// The lead wires pgstore here at merge: pgstore.Open(ctx,
-		// pgstore.Options{URL: storeURL}); its read transactions
-		// implement snapshot.ExportTx.
-		return nil, fmt.Errorf("--store %s: PostgreSQL is not built into this sidecar yet", redactedURL(storeURL))
+		st, err := pgstore.Open(ctx, pgstore.Options{URL: storeURL, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return nil, fmt.Errorf("--store %s: %w", redactedURL(storeURL), err)
+		}
+		return st, nil
 	}
 	dir := filepath.Join(dataDir, "db")
 	st, err := store.Open(store.Options{Dir: dir, Logger: slog.New(slog.DiscardHandler)})

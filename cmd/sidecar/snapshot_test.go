@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -145,7 +146,7 @@ func TestSnapshotImportRefusals(t *testing.T) {
 		{"a pipe cut before the trailer", beforeTrailer, []string{"import", "--data-dir", filepath.Join(t.TempDir(), "b"), "-"}, "holds no database", "b"},
 		{"export from a data directory without a database", nil, []string{"export", "--data-dir", t.TempDir(), file + ".2"}, "no database", ""},
 		{"a store URL that is not PostgreSQL", nil, []string{"export", "--store", "mysql://u:secret@db/x", file + ".3"}, "want a postgres://", ""},
-		{"PostgreSQL, not built in yet", nil, []string{"import", "--store", "postgres://u:secret@db/x", file}, "not built into this sidecar yet", ""},
+		{"PostgreSQL that does not answer", nil, []string{"import", "--store", "postgres://u:secret@127.0.0.1:1/x", file}, "unavailable", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := runSnapshotCLI(tc.stdin, append([]string{"snapshot"}, tc.args...)...)
@@ -180,5 +181,32 @@ func TestSnapshotExportOfARunningStore(t *testing.T) {
 	_, _, err = runSnapshotCLI(nil, "snapshot", "export", "--data-dir", src, filepath.Join(t.TempDir(), "x.jsonl"))
 	if err == nil || !strings.Contains(err.Error(), "stop it first") {
 		t.Fatalf("want an error saying to stop the sidecar, got %v", err)
+	}
+}
+
+// A single agent's store grows into a fleet's and back: Badger → file →
+// PostgreSQL → file → a fresh Badger, with every entity kept.
+func TestSnapshotMovesBadgerToPostgresAndBack(t *testing.T) {
+	src, _ := badgerDataDir(t)
+	pg := pgtest.New(t)
+	dir := t.TempDir()
+	toPG, fromPG := filepath.Join(dir, "to-pg.jsonl"), filepath.Join(dir, "from-pg.jsonl")
+	back := filepath.Join(dir, "back")
+	for _, args := range [][]string{
+		{"export", "--data-dir", src, toPG},
+		{"import", "--store", pg, toPG},
+		{"export", "--store", pg, fromPG},
+		{"import", "--data-dir", back, fromPG},
+	} {
+		if _, stderr, err := runSnapshotCLI(nil, append([]string{"snapshot"}, args...)...); err != nil {
+			t.Fatalf("snapshot %s: %v\n%s", strings.Join(args, " "), err, stderr)
+		}
+	}
+	if got, want := exportOf(t, back), exportOf(t, src); got != want {
+		t.Fatalf("the store came back from PostgreSQL changed:\n got %d bytes\nwant %d bytes", len(got), len(want))
+	}
+	// PostgreSQL now holds a store: importing again is refused.
+	if _, _, err := runSnapshotCLI(nil, "snapshot", "import", "--store", pg, toPG); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Fatalf("a second import into the same database: want a refusal saying it is not empty, got %v", err)
 	}
 }

@@ -14,9 +14,10 @@ CREATE TABLE memgate_records (
 	scope_app_id   text NOT NULL,
 	scope_run_id   text NOT NULL,
 	summary        text NOT NULL,
-	-- Microseconds, as PostgreSQL keeps them; doc holds the exact times.
-	created_at     timestamptz NOT NULL,
-	activated_at   timestamptz,
+	-- Unix nanoseconds, not timestamptz (microseconds): search filters and
+	-- orders on these, and must see the times the Badger store gives it.
+	created_ns     bigint NOT NULL,
+	activated_ns   bigint,
 	-- version grows with every write of the row (search's entry version).
 	version        bigint NOT NULL DEFAULT 1,
 	doc            bytea NOT NULL
