@@ -220,15 +220,7 @@ func TestRemindersOfSeveralInstancesGoOutOnce(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	reminders := func() []*memory.Notice {
-		var out []*memory.Notice
-		for _, n := range e.notices() {
-			if n.Kind == memory.NoticeReminder {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
+	reminders := e.reminders
 	stored := reminders()
 	if len(stored) != 1 || stored[0].RecordID != waiting.ID {
 		t.Fatalf("instances queued %v; stored reminders %+v, want one for %s", queued, stored, waiting.ID)
