@@ -276,8 +276,9 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("secret scanner: %w", err)
 	}
-	// One index of the active layer, following the store's commits, that
-	// every dialect and the governor's List read through.
+	// One index of the active layer that every dialect and the governor's
+	// List read through: following Badger's commits, or scanning a store
+	// without a commit feed on each read.
 	semantic, closeEmbeddings, err := openEmbeddings(cfg, b.Badger, reg, log)
 	if err != nil {
 		return err
