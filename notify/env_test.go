@@ -103,6 +103,18 @@ func (e *env) notices() []*memory.Notice {
 	return out
 }
 
+// reminders returns the reminder notices in the outbox.
+func (e *env) reminders() []*memory.Notice {
+	e.t.Helper()
+	var out []*memory.Notice
+	for _, n := range e.notices() {
+		if n.Kind == memory.NoticeReminder {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // recorder is a Notifier whose answer each test scripts.
 type recorder struct {
 	mu      sync.Mutex

@@ -8,6 +8,10 @@
 // backoff that honours the server's Retry-After. Nothing is kept in memory
 // that is not also on disk, so a restart resumes where delivery stopped.
 //
+// Several instances may share one store (a Claimer, the PostgreSQL store):
+// their outboxes lease notices, so each is delivered by one of them, and
+// their Reminders announce each round once (Outbox, Reminder).
+//
 // Integrations format and classify; the outbox, retry, ordering and
 // reminders live here once.
 package notify

@@ -2,9 +2,13 @@ package notify
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,9 +30,29 @@ type OutboxOptions struct {
 	// Timeout bounds one delivery (default 30s).
 	Timeout time.Duration
 	// Writable, if set, is asked before each pass: while it fails (the
-	// disk is full) nothing is delivered, since a delivered notice that
-	// cannot be removed would be posted again and again.
+	// disk is full, the database is down) nothing is delivered, since a
+	// delivered notice that cannot be removed would be posted again and
+	// again.
 	Writable func() error
+	// Instance names this outbox to a Store that is a Claimer (several
+	// outboxes on one database): the owner of its leases. Default:
+	// host, process id and a random suffix.
+	Instance string
+	// Lease is how long a claimed notice stays this outbox's (default and
+	// least: twice Timeout, so a delivery ends before its lease does).
+	Lease time.Duration
+}
+
+// Claimer is a Store that several outboxes share (the PostgreSQL store):
+// each pass leases notices to one outbox instead of reading them all, so
+// each notice is delivered by one of them.
+type Claimer interface {
+	// ClaimNotices leases to owner, until now+lease, up to limit
+	// undelivered notices that no live lease holds, oldest first, and
+	// returns them. Delivery deletes a notice (Update/DeleteNotice); a
+	// rescheduled one is stored with PutNotice, which may keep or clear
+	// its lease.
+	ClaimNotices(ctx context.Context, owner string, lease time.Duration, limit int) ([]*memory.Notice, error)
 }
 
 // scanLimit bounds how many notices one pass reads; the oldest come first,
@@ -65,8 +89,22 @@ const batchesPerPass = 50
 //
 // Delivery is at least once: a crash after a message was posted but before
 // its notice was deleted posts it again after the restart.
+//
+// When the Store is a Claimer, outboxes on several instances share it:
+// each pass claims notices (a lease of Lease to Instance) and delivers only
+// those it holds. The ordering rules still read every undelivered notice: a
+// held notice waits while an older one of its record is held by another
+// outbox, and is looked at again soon (Backoff.Initial) for as long as the
+// lease lasts. Nothing is sent within Timeout of a lease's end, and a
+// rescheduled notice is let go (the store may clear its lease): either goes
+// back to every outbox when its lease ends. Each notice is then delivered
+// once, by one outbox; twice only across a crash, as above.
 type Outbox struct {
 	store    memory.Store
+	claimer  Claimer // the Store, when it leases notices; nil otherwise
+	instance string
+	lease    time.Duration
+	held     map[string]time.Time // claimed notices → lease end; the worker's only
 	log      *slog.Logger
 	metrics  *Metrics
 	now      func() time.Time
@@ -101,7 +139,26 @@ func NewOutbox(o OutboxOptions) *Outbox {
 	if ob.timeout <= 0 {
 		ob.timeout = 30 * time.Second
 	}
+	if c, ok := o.Store.(Claimer); ok {
+		ob.claimer, ob.instance, ob.lease = c, o.Instance, max(o.Lease, 2*ob.timeout)
+		ob.held = map[string]time.Time{}
+		if ob.instance == "" {
+			ob.instance = DefaultInstance()
+		}
+	}
 	return ob
+}
+
+// DefaultInstance names this process among others sharing a store: host,
+// process id and a random suffix (two outboxes of one process differ).
+func DefaultInstance() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "memgate"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // Wake tells the worker there is something new to deliver. It never blocks
@@ -224,11 +281,24 @@ func (o *Outbox) pass(ctx context.Context, n Notifier, early bool) (next, paused
 		if early {
 			dueBy, early = farFuture, false
 		}
-		batches := plan(outbox, dueBy, batchesPerPass)
+		var mine func(*memory.Notice) bool
+		if o.claimer != nil {
+			mine = o.mine
+		}
+		batches := plan(outbox, dueBy, batchesPerPass, mine)
 		if len(batches) == 0 {
-			return nextDue(outbox, now), time.Time{}
+			next = nextDue(outbox, now)
+			if o.waitsBehind(outbox, dueBy) { // another outbox delivers the older notice meanwhile
+				if soon := now.Add(o.backoff.Initial); next.IsZero() || soon.Before(next) {
+					next = soon
+				}
+			}
+			return next, time.Time{}
 		}
 		for _, b := range batches {
+			if mine != nil && slices.ContainsFunc(b, func(n *memory.Notice) bool { return !o.mine(n) }) {
+				continue // its lease ran short meanwhile: it goes back when it ends
+			}
 			if until, stop := o.deliver(ctx, n, b); stop {
 				return time.Time{}, until
 			}
@@ -237,10 +307,42 @@ func (o *Outbox) pass(ctx context.Context, n Notifier, early bool) (next, paused
 	return time.Time{}, time.Time{}
 }
 
+// mine reports whether this outbox holds n's lease long enough to deliver
+// it (a shared outbox).
+func (o *Outbox) mine(n *memory.Notice) bool {
+	until, ok := o.held[n.ID]
+	return ok && o.now().Add(o.timeout).Before(until)
+}
+
+// waitsBehind reports whether this outbox holds a notice due by dueBy that
+// plan held back: an older notice of its record is another outbox's.
+func (o *Outbox) waitsBehind(outbox []*memory.Notice, dueBy time.Time) bool {
+	return o.claimer != nil && slices.ContainsFunc(outbox, func(n *memory.Notice) bool {
+		return o.mine(n) && !n.NextAttempt.After(dueBy)
+	})
+}
+
 // farFuture is a due time every notice's NextAttempt is before.
 var farFuture = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// load reads the undelivered notices, oldest first. A shared outbox first
+// claims what it can, and reads all the same: the ordering rules need the
+// others too. It then forgets claims whose notice is gone or whose lease
+// ended.
 func (o *Outbox) load(ctx context.Context) ([]*memory.Notice, error) {
+	if o.claimer != nil {
+		at := o.now()
+		ns, err := o.claimer.ClaimNotices(ctx, o.instance, o.lease, scanLimit)
+		if err != nil {
+			return nil, fmt.Errorf("notify: claim notices: %w", err)
+		}
+		for _, n := range ns {
+			o.held[n.ID] = at.Add(o.lease)
+		}
+		if len(o.held) == 0 {
+			return nil, nil
+		}
+	}
 	var out []*memory.Notice
 	err := o.store.View(ctx, func(tx memory.ReadTx) error {
 		return tx.ScanNotices(func(n *memory.Notice) bool {
@@ -248,7 +350,20 @@ func (o *Outbox) load(ctx context.Context) ([]*memory.Notice, error) {
 			return len(out) < scanLimit
 		})
 	})
-	return out, err
+	if err != nil || o.claimer == nil {
+		return out, err
+	}
+	present := make(map[string]bool, len(out))
+	for _, n := range out {
+		present[n.ID] = true
+	}
+	now := o.now()
+	for id, until := range o.held {
+		if !present[id] || !now.Before(until) {
+			delete(o.held, id)
+		}
+	}
+	return out, nil
 }
 
 // deliver sends one batch and records the outcome. stop is true when the
@@ -289,6 +404,9 @@ func (o *Outbox) deliver(ctx context.Context, n Notifier, batch []*memory.Notice
 			o.log.Warn("notice delivery failed; will retry", attrs...)
 		}
 		serr := o.reschedule(book, batch, attempts, next, err)
+		for _, x := range batch {
+			delete(o.held, x.ID) // stored anew: the store may have cleared its lease
+		}
 		if serr != nil {
 			o.log.Error("recording a failed delivery in the outbox", "err", serr, "notice", first.ID)
 		}

@@ -8,7 +8,8 @@ import (
 
 // plan picks what to deliver now from the outbox (oldest first) and in which
 // batches. It is pure so the rules can be tested without a store:
-//   - only notices whose NextAttempt has come are taken;
+//   - only notices whose NextAttempt has come are taken, and that this
+//     outbox holds (mine; nil: all), when outboxes share the store;
 //   - a record's notices go out in the order they were written: one waits
 //     while an older notice of the same record is still undelivered, so a
 //     "decided" update never overtakes the "parked" message it updates;
@@ -16,12 +17,14 @@ import (
 //     quarantine batch) form one batch, so undoing a run announces a summary
 //     instead of one message per version;
 //   - at most limit batches.
-func plan(outbox []*memory.Notice, now time.Time, limit int) [][]*memory.Notice {
+func plan(outbox []*memory.Notice, now time.Time, limit int, mine func(*memory.Notice) bool) [][]*memory.Notice {
 	var out [][]*memory.Notice
 	blocked := map[string]bool{} // records with an older notice still undelivered
 	rollbacks := map[time.Time]int{}
 	for _, n := range outbox {
-		due := !n.NextAttempt.After(now)
+		// Another outbox's notice is as one not due: it goes later, and
+		// holds its record's later notices back.
+		due := !n.NextAttempt.After(now) && (mine == nil || mine(n))
 		if n.RecordID != "" && blocked[n.RecordID] {
 			continue
 		}

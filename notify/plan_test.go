@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,38 +21,59 @@ func TestPlan(t *testing.T) {
 		outbox []*memory.Notice
 		limit  int
 		want   string // batches separated by "|", notice ids by ","
+		held   string // ids this outbox claimed, by ","; empty: it holds all
 	}{
-		{"empty", nil, 10, ""},
+		{"empty", nil, 10, "", ""},
 		{"due in order", []*memory.Notice{
 			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
 			n("2", memory.NoticeParked, "b", tx1, now),
-		}, 10, "1|2"},
-		{"not yet due", []*memory.Notice{n("1", memory.NoticeParked, "a", tx1, later)}, 10, ""},
+		}, 10, "1|2", ""},
+		{"not yet due", []*memory.Notice{n("1", memory.NoticeParked, "a", tx1, later)}, 10, "", ""},
 		{"a record's later notice waits for its older one", []*memory.Notice{
 			n("1", memory.NoticeParked, "a", tx1, later),
 			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
 			n("3", memory.NoticeParked, "b", tx2, time.Time{}),
-		}, 10, "3"},
+		}, 10, "3", ""},
 		{"one notice per record per pass", []*memory.Notice{
 			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
 			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
-		}, 10, "1"},
+		}, 10, "1", ""},
 		{"rollbacks of one transaction together", []*memory.Notice{
 			n("1", memory.NoticeRollback, "a", tx1, time.Time{}),
 			n("2", memory.NoticeRollback, "b", tx1, time.Time{}),
 			n("3", memory.NoticeRollback, "c", tx2, time.Time{}),
 			n("4", memory.NoticeQuarantine, "", tx2, time.Time{}),
-		}, 10, "1,2|3|4"},
+		}, 10, "1,2|3|4", ""},
 		{"limit", []*memory.Notice{
 			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
 			n("2", memory.NoticeParked, "b", tx1, time.Time{}),
 			n("3", memory.NoticeParked, "c", tx1, time.Time{}),
-		}, 2, "1|2"},
+		}, 2, "1|2", ""},
+		{"only what this outbox holds", []*memory.Notice{
+			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
+			n("2", memory.NoticeParked, "b", tx1, time.Time{}),
+			n("3", memory.NoticeParked, "c", tx2, time.Time{}),
+		}, 10, "2|3", "2,3"},
+		{"a held notice waits for its record's older one held elsewhere", []*memory.Notice{
+			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
+			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
+			n("3", memory.NoticeParked, "b", tx2, time.Time{}),
+		}, 10, "3", "2,3"},
+		{"held but not due", []*memory.Notice{n("1", memory.NoticeParked, "a", tx1, later)}, 10, "", "1"},
+		{"a rollback batch: only the held part", []*memory.Notice{
+			n("1", memory.NoticeRollback, "a", tx1, time.Time{}),
+			n("2", memory.NoticeRollback, "b", tx1, time.Time{}),
+		}, 10, "2", "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var mine func(*memory.Notice) bool
+			if tt.held != "" {
+				held := strings.Split(tt.held, ",")
+				mine = func(n *memory.Notice) bool { return slices.Contains(held, n.ID) }
+			}
 			var parts []string
-			for _, b := range plan(tt.outbox, now, tt.limit) {
+			for _, b := range plan(tt.outbox, now, tt.limit, mine) {
 				var ids []string
 				for _, x := range b {
 					ids = append(ids, x.ID)

@@ -1,12 +1,16 @@
 package notify
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
@@ -19,8 +23,14 @@ type KV interface {
 	Put(ctx context.Context, namespace, key string, value []byte) error
 }
 
-// remindNamespace keeps, per record, when it was last re-announced.
-const remindNamespace = "remind"
+// KV namespaces the Reminder keeps, per record, the due time of the last
+// round it re-announced: queued by any instance (remindNamespace), and
+// delivered (sentNamespace, written by Once before the outbox deletes the
+// notice).
+const (
+	remindNamespace = "remind"
+	sentNamespace   = "remind-sent"
+)
 
 // ReminderOptions configure a Reminder. Store and KV are required.
 type ReminderOptions struct {
@@ -34,12 +44,23 @@ type ReminderOptions struct {
 	Waker  Waker // told when reminders were queued (the Outbox)
 	Logger *slog.Logger
 	Now    func() time.Time
-	NewID  func() string
 }
 
 // Reminder re-announces parked writes that have waited longer than After by
 // putting reminder notices into the outbox. It never decides anything: a
 // pending item waits for a human however long it takes.
+//
+// Several instances on one shared store each run a Reminder, and each
+// re-announces a record once per round: the n-th round falls due n·After
+// after the record was parked, and its notice is the same for every
+// instance (its id a ULID made from the record and the round), so
+// instances that queue it together store one notice, which one outbox
+// claims and delivers. An instance that read the queue before that notice
+// was delivered and deleted may store it again afterwards; Once, around
+// the outbox's notifier, drops it then: the delivery of a round is
+// recorded in the KV area before its notice is deleted. (The KV area has
+// no compare-and-swap, so the guard sits at delivery, where the outbox's
+// lease already makes one instance the only deliverer of a notice.)
 type Reminder struct {
 	store memory.Store
 	kv    KV
@@ -48,7 +69,6 @@ type Reminder struct {
 	waker Waker
 	log   *slog.Logger
 	now   func() time.Time
-	newID func() string
 
 	mu     sync.Mutex
 	cancel context.CancelFunc
@@ -58,7 +78,7 @@ type Reminder struct {
 // NewReminder returns a Reminder with defaults filled in; Start runs it.
 func NewReminder(o ReminderOptions) *Reminder {
 	r := &Reminder{store: o.Store, kv: o.KV, after: o.After, every: o.Every, waker: o.Waker,
-		log: o.Logger, now: o.Now, newID: o.NewID}
+		log: o.Logger, now: o.Now}
 	if r.after <= 0 {
 		r.after = time.Hour
 	}
@@ -70,9 +90,6 @@ func NewReminder(o ReminderOptions) *Reminder {
 	}
 	if r.now == nil {
 		r.now = func() time.Time { return time.Now().UTC() }
-	}
-	if r.newID == nil {
-		r.newID = memory.NewULIDSource()
 	}
 	return r
 }
@@ -124,9 +141,10 @@ func (r *Reminder) Stop(ctx context.Context) error {
 	}
 }
 
-// Check queues a reminder for every pending item that has waited at least
-// After since it was parked or last re-announced, unless one is already
-// queued for it. It returns how many it queued.
+// Check queues a reminder for every pending item whose current round has
+// come (it has waited at least After since it was parked, and each After
+// since then starts a round) and was not re-announced yet, unless one is
+// already queued for it. It returns how many it queued.
 func (r *Reminder) Check(ctx context.Context) (int, error) {
 	now := r.now()
 	var pending []*memory.Record
@@ -155,16 +173,15 @@ func (r *Reminder) Check(ctx context.Context) (int, error) {
 		if queued[rec.ID] {
 			continue
 		}
-		last, err := r.lastReminded(ctx, rec.ID)
+		n := r.roundNotice(rec, now)
+		reminded, err := r.lastRound(ctx, rec.ID)
 		if err != nil {
 			return 0, err
 		}
-		if !last.IsZero() && now.Sub(last) < r.after {
-			continue
+		if !reminded.Before(n.At) {
+			continue // this round was re-announced
 		}
-		waited := now.Sub(rec.CreatedAt).Round(time.Second)
-		due = append(due, &memory.Notice{ID: r.newID(), Kind: memory.NoticeReminder, RecordID: rec.ID, At: now,
-			Text: fmt.Sprintf("waiting for a decision for %s", waited)})
+		due = append(due, n)
 	}
 	if len(due) == 0 {
 		return 0, nil
@@ -182,8 +199,8 @@ func (r *Reminder) Check(ctx context.Context) (int, error) {
 	}
 	// Written after the notices: a crash in between re-announces once more,
 	// which is better than never.
-	stamp, _ := now.MarshalText()
 	for _, n := range due {
+		stamp, _ := n.At.MarshalText()
 		if err := r.kv.Put(ctx, remindNamespace, n.RecordID, stamp); err != nil {
 			return len(due), fmt.Errorf("reminder: %w", err)
 		}
@@ -195,8 +212,80 @@ func (r *Reminder) Check(ctx context.Context) (int, error) {
 	return len(due), nil
 }
 
-func (r *Reminder) lastReminded(ctx context.Context, id string) (time.Time, error) {
-	b, err := r.kv.Get(ctx, remindNamespace, id)
+// roundNotice is the reminder of rec's current round as every instance
+// makes it: id, time (the round's due time) and text depend only on the
+// record and the round.
+func (r *Reminder) roundNotice(rec *memory.Record, now time.Time) *memory.Notice {
+	round := max(now.Sub(rec.CreatedAt)/r.after, 1)
+	due := rec.CreatedAt.Add(round * r.after)
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", rec.ID, round))
+	id := ulid.MustNew(ulid.Timestamp(due), bytes.NewReader(sum[:])).String()
+	return &memory.Notice{ID: id, Kind: memory.NoticeReminder, RecordID: rec.ID, At: due,
+		Text: fmt.Sprintf("waiting for a decision for %s", due.Sub(rec.CreatedAt).Round(time.Second))}
+}
+
+// lastRound returns the due time of the last round of record id that was
+// queued or delivered (zero: none).
+func (r *Reminder) lastRound(ctx context.Context, id string) (time.Time, error) {
+	queued, err := r.stamp(ctx, remindNamespace, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	sent, err := r.stamp(ctx, sentNamespace, id)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if sent.After(queued) {
+		return sent, nil
+	}
+	return queued, nil
+}
+
+// Once wraps the outbox's notifier so that each round's reminder is
+// delivered once, however many instances queued it (see Reminder): a
+// reminder whose round went out already is dropped unsent, and a delivered
+// one is recorded before the outbox deletes it. Other notices pass
+// through.
+func (r *Reminder) Once(next Notifier) Notifier {
+	return NotifierFunc(func(ctx context.Context, batch []*memory.Notice) (bool, error) {
+		var send, rounds []*memory.Notice
+		for _, n := range batch {
+			if n.Kind != memory.NoticeReminder {
+				send = append(send, n)
+				continue
+			}
+			sent, err := r.stamp(ctx, sentNamespace, n.RecordID)
+			if err != nil {
+				return true, &DeliveryError{Reason: ReasonInternal, ThisNoticeOnly: true, Err: err}
+			}
+			if !sent.Before(n.At) {
+				r.log.Debug("reminder already delivered for this round; dropped", "notice", n.ID, "record", n.RecordID)
+				continue
+			}
+			send, rounds = append(send, n), append(rounds, n)
+		}
+		if len(send) == 0 {
+			return false, nil // the outbox deletes the duplicates
+		}
+		if retry, err := next.Notify(ctx, send); err != nil {
+			return retry, err
+		}
+		for _, n := range rounds {
+			stamp, _ := n.At.MarshalText()
+			if err := r.kv.Put(ctx, sentNamespace, n.RecordID, stamp); err != nil {
+				// Delivered: failing now would post it again. Another
+				// instance's late copy of it may then be posted too.
+				r.log.Error("recording a delivered reminder", "err", err, "record", n.RecordID)
+			}
+		}
+		return false, nil
+	})
+}
+
+// stamp reads a time the Reminder keeps under key id (zero: none, or
+// unreadable).
+func (r *Reminder) stamp(ctx context.Context, namespace, id string) (time.Time, error) {
+	b, err := r.kv.Get(ctx, namespace, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return time.Time{}, nil
 	} else if err != nil {

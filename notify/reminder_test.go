@@ -47,15 +47,7 @@ func TestReminderReannouncesAndNeverDecides(t *testing.T) {
 			t.Fatalf("queued %d reminders, want %d", n, want)
 		}
 	}
-	reminders := func() []*memory.Notice {
-		var out []*memory.Notice
-		for _, n := range e.notices() {
-			if n.Kind == memory.NoticeReminder {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
+	reminders := e.reminders
 
 	check(0) // not waiting long enough yet
 	clock.Advance(time.Hour)

@@ -22,6 +22,17 @@
 // estimated size within Options.Budget; a part larger than the budget is
 // not kept, and its reads scan the store's index.
 //
+// That is for a store with a commit feed (FeedStore: the Badger store;
+// New). A store without one (the PostgreSQL store; Open) offers only
+// memory.Store's View, whose read transactions scan its index of active
+// records (ActiveScanner, with ScanActiveIndex's meaning). The index then
+// keeps no parts: each read is one scan in one View, tested and ranked by
+// the same code as a read of a part, so the answers are the same (the
+// tests run the same reads over both kinds). The invariants below concern
+// parts and hold trivially there; a read's entries and records still come
+// from one snapshot, and activeRecord still asserts it. Open refuses a
+// store that has neither.
+//
 // Invariant 1, alignment: a read sees a part and a snapshot holding the
 // same commits. A commit with changes enters the store's gate (shared)
 // before Badger commits and leaves it after End; a read opens its snapshot
@@ -57,7 +68,9 @@
 // after every step (index_test.go), commits ending out of order, readers
 // beside writers, a restart, the budget, List to a plain scan of every
 // active record (search_test.go), and Search to Rank over a listing
-// (proxy/mem0's search_equiv_test.go and search_cache_test.go). The store
-// tests that a change without a read is refused and that an aligned
-// snapshot's pin runs between commits (store/feed_test.go).
+// (proxy/mem0's search_equiv_test.go and search_cache_test.go), and the
+// same reads through a part, a scan and a store without a feed
+// (source_test.go). The store tests that a change without a read is
+// refused and that an aligned snapshot's pin runs between commits
+// (store/feed_test.go).
 package search

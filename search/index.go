@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,7 +19,8 @@ import (
 // store). It is the store's ActiveFeed. Search and List are safe for
 // concurrent use.
 type Index struct {
-	st       *store.Store
+	feed     FeedStore // nil: the store has no commit feed, every read scans
+	src      Source
 	budget   int64 // 0: no parts are kept
 	semantic Semantic
 	semWait  time.Duration
@@ -65,9 +67,79 @@ const maxParts = 4096
 
 func partOverhead(key string) int64 { return 320 + int64(len(key)) }
 
+// FeedStore is a store with a commit feed and snapshots aligned with it
+// (the Badger store, store/feed.go): the index keeps parts of it in memory.
+type FeedStore interface {
+	Source
+	Follow(feed store.ActiveFeed) (stop func())
+	ViewSnapshot(ctx context.Context, fn func(*store.Snapshot) error) error
+	ViewAligned(ctx context.Context, pin func(), fn func(*store.Snapshot) error) error
+}
+
+// Source is a store the index reads through memory.Store's View. Without
+// a commit feed (FeedStore), its read transactions must also be
+// ActiveScanners; the index then keeps nothing and every read scans.
+type Source interface {
+	View(ctx context.Context, fn func(memory.ReadTx) error) error
+}
+
+// ActiveScanner is the optional interface of a store's read transaction
+// that reads its index of active records, with the meaning of
+// store.Snapshot.ScanActiveIndex: each entry of one subject (or all, for
+// an empty subjectID) whose scope holds every non-empty id of scope, in
+// key order (subject, record id), with a version that grows with each
+// change of that record's entry, until fn returns false.
+type ActiveScanner interface {
+	ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(store.ActiveEntry, uint64) bool) error
+}
+
+// snapshot is what a read needs of a store's read transaction: the records
+// and the index of active records of one consistent snapshot.
+type snapshot interface {
+	memory.ReadTx
+	ActiveScanner
+}
+
+var _ snapshot = (*store.Snapshot)(nil)
+
+// Open returns an index of src's active records: New's, following the
+// commits of a store with a feed, or, for a store without one whose read
+// transactions are ActiveScanners, an index that keeps nothing in memory
+// and answers each read with one scan in one View. Anything else is an
+// error; Open finds out with one View.
+func Open(ctx context.Context, src Source, o Options) (*Index, error) {
+	if src == nil {
+		return nil, errors.New("search: no store to read")
+	}
+	if fs, ok := src.(FeedStore); ok {
+		return New(fs, o), nil
+	}
+	err := src.View(ctx, func(tx memory.ReadTx) error {
+		if _, ok := tx.(snapshot); !ok {
+			return fmt.Errorf("search: the store (%T) has no commit feed, and its read transactions (%T) cannot scan "+
+				"the index of active records (ScanActiveIndex): it cannot be searched", src, tx)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search: open: %w", err)
+	}
+	x := newIndex(nil, src, o)
+	x.budget = 0 // no feed: a part could not follow the commits
+	return x, nil
+}
+
 // New returns an index of st's active records and makes it follow st's
 // commits (store.Follow) unless it keeps no parts. Close stops that.
-func New(st *store.Store, o Options) *Index {
+func New(st FeedStore, o Options) *Index {
+	x := newIndex(st, st, o)
+	if x.budget > 0 {
+		x.unfollow = st.Follow(x)
+	}
+	return x
+}
+
+func newIndex(feed FeedStore, src Source, o Options) *Index {
 	if o.Budget == 0 {
 		o.Budget = defaultBudget
 	}
@@ -77,13 +149,9 @@ func New(st *store.Store, o Options) *Index {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	x := &Index{st: st, budget: max(o.Budget, 0), semantic: o.Semantic, semWait: o.SemanticTimeout, log: o.Logger,
-		parts: map[string]*part{}, inflight: map[uint64]int{}, recent: map[string]uint64{}, tooBig: map[string]time.Time{}}
-	x.unfollow = func() {}
-	if x.budget > 0 {
-		x.unfollow = st.Follow(x)
-	}
-	return x
+	return &Index{feed: feed, src: src, budget: max(o.Budget, 0), semantic: o.Semantic, semWait: o.SemanticTimeout,
+		log: o.Logger, unfollow: func() {}, parts: map[string]*part{}, inflight: map[uint64]int{},
+		recent: map[string]uint64{}, tooBig: map[string]time.Time{}}
 }
 
 // Close stops following the store's commits and drops every part; reads
@@ -332,7 +400,7 @@ func (x *Index) fill(ctx context.Context, p *part) (ok bool, err error) {
 		}
 	}()
 	subject, scope := partSelection(p.key)
-	err = x.st.ViewSnapshot(ctx, func(sn *store.Snapshot) error {
+	err = x.feed.ViewSnapshot(ctx, func(sn *store.Snapshot) error {
 		return sn.ScanActiveIndex(ctx, subject, scope, func(e store.ActiveEntry, ver uint64) bool {
 			ne := newEntry(e, true)
 			es = append(es, ne)
@@ -363,19 +431,34 @@ func (x *Index) ready(pk string) (partView, bool) {
 // read runs fn on a snapshot of the store and, when the index keeps the
 // part of key pk, that part as the snapshot holds it (invariant 1 of
 // doc.go); pv is nil otherwise, and fn reads the snapshot's index.
-func (x *Index) read(ctx context.Context, pk string, fn func(sn *store.Snapshot, pv *partView) error) error {
+func (x *Index) read(ctx context.Context, pk string, fn func(sn snapshot, pv *partView) error) error {
 	ok, err := x.load(ctx, pk) // outside the gate: loading may take a while
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return x.st.ViewSnapshot(ctx, func(sn *store.Snapshot) error { return fn(sn, nil) })
+		return x.view(ctx, func(sn snapshot) error { return fn(sn, nil) })
 	}
 	var pv partView
-	return x.st.ViewAligned(ctx, func() { pv, ok = x.ready(pk) }, func(sn *store.Snapshot) error {
+	return x.feed.ViewAligned(ctx, func() { pv, ok = x.ready(pk) }, func(sn *store.Snapshot) error {
 		if !ok { // evicted meanwhile: read the snapshot's index
 			return fn(sn, nil)
 		}
 		return fn(sn, &pv)
+	})
+}
+
+// view runs fn on a snapshot of the store: the feed's, or a read
+// transaction of a store without one, which must scan its index.
+func (x *Index) view(ctx context.Context, fn func(sn snapshot) error) error {
+	if x.feed != nil {
+		return x.feed.ViewSnapshot(ctx, func(sn *store.Snapshot) error { return fn(sn) })
+	}
+	return x.src.View(ctx, func(tx memory.ReadTx) error {
+		sn, ok := tx.(snapshot)
+		if !ok { // Open checked one; a store that mixes kinds is a bug
+			return fmt.Errorf("search: the store's read transaction (%T) cannot scan the index of active records", tx)
+		}
+		return fn(sn)
 	})
 }

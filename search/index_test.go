@@ -25,7 +25,7 @@ func checkIndex(x *Index) error {
 	}
 	parts := map[string][]*entry{}
 	ctx := context.Background()
-	return x.st.ViewAligned(ctx, func() {
+	return x.feed.ViewAligned(ctx, func() {
 		x.mu.RLock()
 		defer x.mu.RUnlock()
 		for k, p := range x.parts {
@@ -365,7 +365,7 @@ func TestCheckIndexSeesABypass(t *testing.T) {
 	if err := checkIndex(x); err != nil {
 		t.Fatal(err)
 	}
-	err = x.st.DB().Update(func(txn *badger.Txn) error { return txn.Delete([]byte("a/s\x00" + res.Record.ID)) })
+	err = x.feed.(*store.Store).DB().Update(func(txn *badger.Txn) error { return txn.Delete([]byte("a/s\x00" + res.Record.ID)) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	}
 	terms := uniq(Tokenize(q.Text))
 	pk := partKey(subject, scope)
-	err := x.read(ctx, pk, func(sn *store.Snapshot, pv *partView) error {
+	err := x.read(ctx, pk, func(sn snapshot, pv *partView) error {
 		threshold := q.Threshold
 		if x.semantic != nil {
 			threshold = 0 // every candidate's lexical relevance is needed
@@ -96,7 +96,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 // before loading: the best TopK are picked and loaded. Otherwise all are
 // sorted by score and the TopK loaded with those tied with the last of
 // them, whose update times order them.
-func (x *Index) best(sn *store.Snapshot, q Query, docs []*entry, recs []*memory.Record, cands []docScore, out *[]Hit) error {
+func (x *Index) best(sn snapshot, q Query, docs []*entry, recs []*memory.Record, cands []docScore, out *[]Hit) error {
 	timed := recs == nil && !slices.ContainsFunc(cands, func(c docScore) bool { return docs[c.doc].CreatedAt.IsZero() })
 	better := func(a, b docScore) int {
 		switch {
@@ -161,7 +161,7 @@ func (x *Index) best(sn *store.Snapshot, q Query, docs []*entry, recs []*memory.
 // entries do not hold (recs, by document; nil otherwise), and the scores
 // of those holding a query term, in document order, but for those that
 // cannot reach the threshold.
-func (x *Index) score(ctx context.Context, sn *store.Snapshot, pv *partView, pk string, f *Filter, terms []string,
+func (x *Index) score(ctx context.Context, sn snapshot, pv *partView, pk string, f *Filter, terms []string,
 	threshold float64) (docs []*entry, recs []*memory.Record, scored []docScore, err error) {
 	onIndex := f.indexable()
 	if pv != nil && onIndex && f.selectsPart(pk) {
@@ -237,7 +237,7 @@ func (x *Index) List(ctx context.Context, f *Filter, limit int) ([]*memory.Recor
 		return out, nil
 	}
 	onIndex, words := f.indexable(), f.words()
-	err := x.read(ctx, partKey(subject, scope), func(sn *store.Snapshot, pv *partView) error {
+	err := x.read(ctx, partKey(subject, scope), func(sn snapshot, pv *partView) error {
 		var err error
 		scratch := &memory.Record{Status: memory.StatusActive}
 		hit := func(e *entry) bool {
@@ -302,7 +302,7 @@ func (e *entry) asRecord(r *memory.Record) *memory.Record {
 // was read with (an aligned part's, or the snapshot's own index): it is
 // active there (doc.go, invariant 1), or the index is out of step with the
 // store, which is a bug reported as an internal error.
-func activeRecord(sn *store.Snapshot, e *entry) (*memory.Record, error) {
+func activeRecord(sn snapshot, e *entry) (*memory.Record, error) {
 	r, err := sn.Record(e.ID)
 	switch {
 	case memory.ErrorCode(err) == memory.ENOTFOUND:

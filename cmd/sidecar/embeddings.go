@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,10 +19,16 @@ import (
 // openEmbeddings starts the optional semantic index (--embed-url): it
 // embeds active records after their commit, never on a write's path, keeps
 // the vectors beside the records, and returns what search ranks with.
-// Without --embed-url it returns nil and search ranks lexically.
+// Without --embed-url it returns nil and search ranks lexically. The
+// vectors live in the embedded Badger store (st): on another store (nil)
+// --embed-url is refused.
 func openEmbeddings(cfg serveConfig, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (search.Semantic, func(), error) {
 	if cfg.embedURL == "" {
 		return nil, func() {}, nil
+	}
+	if st == nil {
+		return nil, nil, errors.New("--embed-url: semantic search keeps its vectors in the embedded store for now; " +
+			"with --store it is not available: unset --embed-url (search then ranks lexically)")
 	}
 	met, err := embed.NewMetrics(reg)
 	if err != nil {

@@ -98,7 +98,8 @@ Settings read from the environment only (secrets):
   MEMGATE_EXTRACTOR_API_KEY   key of the Mem0 fact extractor's endpoint (--extractor-url)
   MEMGATE_AGENT_KEY           the key "sidecar mcp" presents to the sidecar (the stdio bridge)
 Prefer the environment for the Slack tokens too (MEMGATE_SLACK_BOT_TOKEN, MEMGATE_SLACK_APP_TOKEN,
-MEMGATE_SLACK_SIGNING_SECRET) over their flags.`
+MEMGATE_SLACK_SIGNING_SECRET) over their flags, and MEMGATE_STORE (or PGPASSWORD, a .pgpass file)
+over --store for a database URL that carries a password.`
 
 func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 	var rootCfg serveConfig

@@ -34,14 +34,14 @@ import (
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/secrets"
-	"github.com/memgate/memgate/snapshot"
-	"github.com/memgate/memgate/store"
 )
 
 // serveConfig is the sidecar's configuration: flags, each also settable as
 // MEMGATE_<NAME>.
 type serveConfig struct {
 	dataDir            string
+	store              string
+	openShared         openShared // opens a --store database; nil: openPostgres (tests give another)
 	listen             string
 	adminListen        string
 	policyDir          string
@@ -89,6 +89,7 @@ func (l *listFlag) Set(v string) error {
 
 func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.dataDir, "data-dir", "memgate-data", "directory of the memory database and the generated admin token")
+	fs.StringVar(&c.store, "store", "", "the memory database (env MEMGATE_STORE): empty for the embedded Badger store under --data-dir, or postgres://user@host:5432/db (also postgresql://) for one PostgreSQL database that a fleet of memgate instances shares: memory, review queue, audit log and Slack outbox")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7600", "agent listener address (native, Mem0 and MCP APIs)")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:7601", "admin listener address (review, rollback, metrics)")
 	fs.StringVar(&c.policyDir, "policy-dir", "", "directory of Rego policy replacing the built-in default (reloaded on change)")
@@ -209,18 +210,12 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		return err
 	}
 
-	// Every write the sidecar acknowledges goes through the store's Update,
-	// Put or PutKey, which return once durable in group commit mode too.
-	st, err := store.Open(store.Options{Dir: filepath.Join(cfg.dataDir, "db"), NoSync: cfg.noSync,
-		GroupCommit: cfg.groupCommit, Logger: log})
+	b, err := openBackend(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	if cfg.noSync {
-		log.Warn("--no-sync: commits are not fsynced; a crash may lose acknowledged writes")
-	}
 	defer func() {
-		if err := st.Close(); err != nil {
+		if err := b.Close(); err != nil {
 			log.Error("closing the store", "err", err)
 		}
 	}()
@@ -253,7 +248,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		if err := cfg.slack.Validate(); err != nil {
 			return err
 		}
-		outbox = notify.NewOutbox(notify.OutboxOptions{Store: st, Logger: log, Metrics: notify.NewMetrics(reg), Writable: st.Writable})
+		outbox = notify.NewOutbox(notify.OutboxOptions{Store: b.Store, Logger: log, Metrics: notify.NewMetrics(reg), Writable: b.Writable})
 		waker = outbox
 	}
 	var judge memory.Judge // a model's second opinion, when --judge-url is set
@@ -281,20 +276,24 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("secret scanner: %w", err)
 	}
-	// One index of the active layer, following the store's commits, that
-	// every dialect and the governor's List read through.
-	semantic, closeEmbeddings, err := openEmbeddings(cfg, st, reg, log)
+	// One index of the active layer that every dialect and the governor's
+	// List read through: following Badger's commits, or scanning a store
+	// without a commit feed on each read.
+	semantic, closeEmbeddings, err := openEmbeddings(cfg, b.Badger, reg, log)
 	if err != nil {
 		return err
 	}
 	defer closeEmbeddings()
-	index := search.New(st, search.Options{Semantic: semantic, Logger: log})
+	index, err := search.Open(ctx, b.Search, search.Options{Semantic: semantic, Logger: log})
+	if err != nil {
+		return err
+	}
 	defer index.Close()
 
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
+	gov := memory.NewGovernor(memory.Options{Store: b.Store, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
 		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner,
 		Active: index, PolicyMode: mode})
-	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: st, Outbox: st, Logger: log}))
+	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: b.Disk, Outbox: b.Store, Logger: log}))
 
 	var ready atomic.Bool
 	agentMux := http.NewServeMux()
@@ -308,7 +307,11 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		}
 		extractor = ex
 	}
-	m0 := mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: log,
+	var events *mem0.EventLog // Mem0's event log lives in Badger for now
+	if b.Badger != nil {
+		events = mem0.NewEventLog(b.Badger)
+	}
+	m0 := mem0.New(mem0.Options{Gov: gov, Events: events, Search: index, Logger: log,
 		Keys: keys, Extractor: extractor})
 	m0.Register(agentMux)
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, Mem0: m0, MaxSessions: cfg.mcpMaxSessions,
@@ -316,31 +319,26 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	adminMux := http.NewServeMux()
-	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov),
-		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
+	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot,
 		Ready: func(context.Context) error {
 			if !ready.Load() {
 				return errors.New("starting")
 			}
-			if err := st.Writable(); err != nil {
-				// Disk full: writes answer 507 and reads still work; say why.
-				return errors.New(memory.ErrorMessage(err))
-			}
-			return nil
+			return b.notReady()
 		}}).Register(adminMux)
 
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if outbox != nil {
 		// OnReady: once the Slack check passes (at start, or after an invite),
 		// notices that waited for it go out without waiting out their backoff.
-		sl, err := slacknotify.New(cfg.slack, slacknotify.Deps{Gov: gov, KV: st, Logger: log, Registerer: reg,
+		sl, err := slacknotify.New(cfg.slack, slacknotify.Deps{Gov: gov, KV: b.KV, Logger: log, Registerer: reg,
 			OnReady: outbox.RetryNow})
 		if err != nil {
 			return err
 		}
 		adminMux.Handle("POST /slack/interactions", sl.Handler()) // Slack signs; no bearer token
-		rem := notify.NewReminder(notify.ReminderOptions{Store: st, KV: st, After: cfg.slack.RemindAfter, Waker: outbox, Logger: log})
-		if err := outbox.Start(ctx, sl); err != nil {
+		rem := notify.NewReminder(notify.ReminderOptions{Store: b.Store, KV: b.KV, After: cfg.slack.RemindAfter, Waker: outbox, Logger: log})
+		if err := outbox.Start(ctx, rem.Once(sl)); err != nil { // each reminder round goes out once, whichever instance queued it
 			return err
 		}
 		if err := rem.Start(ctx); err != nil {
@@ -390,7 +388,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		gd, err := guard.New(guard.Options{Gov: gov, KV: st, Dirs: cfg.guardDirs, Globs: cfg.guardGlobs,
+		gd, err := guard.New(guard.Options{Gov: gov, KV: b.KV, Dirs: cfg.guardDirs, Globs: cfg.guardGlobs,
 			Subject: cfg.guardSubject, Logger: log, Metrics: gm})
 		if err != nil {
 			return err
@@ -408,7 +406,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	}
 	ready.Store(true)
 	log.Info("memgate ready", "agent", agentLn.Addr().String(), "admin", adminLn.Addr().String(),
-		"data", cfg.dataDir, "durability", durability(cfg), "policy", pol.describe, "startup", time.Since(start).Round(time.Millisecond).String())
+		"data", cfg.dataDir, "store", b.Where, "durability", durability(cfg), "policy", pol.describe, "startup", time.Since(start).Round(time.Millisecond).String())
 
 	select {
 	case <-ctx.Done():
@@ -485,6 +483,8 @@ const (
 // durability names how commits reach the disk, for the startup log.
 func durability(cfg serveConfig) string {
 	switch {
+	case cfg.store != "":
+		return "database"
 	case cfg.noSync:
 		return "no-sync"
 	case cfg.groupCommit:

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/metrics"
+	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/search"
+	"github.com/memgate/memgate/snapshot"
+	"github.com/memgate/memgate/store"
+)
+
+// backend is the store the sidecar runs on, as serve uses it: the embedded
+// Badger store under --data-dir, or a shared database named by --store.
+// What only Badger offers is nil on another store.
+type backend struct {
+	// Store is what the governor, the outbox (a notify.Claimer when
+	// several instances share it) and the reminder write through.
+	Store memory.Store
+	// KV is the small key-value area of Slack, the guard and the reminder.
+	KV notify.KV
+	// Writable says why writes are refused (disk full, database down).
+	Writable func() error
+	// Search is what search.Open reads: a store with a commit feed, or
+	// one whose read transactions scan their index of active records.
+	Search search.Source
+	// Snapshot writes a whole-store backup (nil: the admin route answers
+	// 503).
+	Snapshot func(ctx context.Context, w io.Writer) error
+	// Disk reports the store's files for /metrics (nil: not on this disk).
+	Disk metrics.DiskReader
+	// Badger is the embedded store (nil on another): embeddings and the
+	// Mem0 event log live in it for now.
+	Badger *store.Store
+	// Where names the store in logs and /readyz, without credentials.
+	Where string
+	Close func() error
+}
+
+// sharedStore is what a store beside Badger offers (pgstore.Store): the
+// memory store, the KV area with store.Store's semantics (a missing key is
+// store.ErrNotFound), Writable (an EUNAVAILABLE error while the database
+// does not answer) and Close. Its read transactions scan their index of
+// active records (search.ActiveScanner); a notify.Claimer shares the
+// outbox between instances.
+type sharedStore interface {
+	memory.Store
+	notify.KV
+	Writable() error
+	Close() error
+}
+
+// openShared opens the database of a --store URL; serve uses openPostgres
+// unless a test gives another.
+type openShared func(ctx context.Context, url string, log *slog.Logger) (sharedStore, error)
+
+// openBackend opens the store --store names: "" the embedded Badger store
+// under --data-dir, postgres:// or postgresql:// a PostgreSQL database.
+func openBackend(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backend, error) {
+	if cfg.store == "" {
+		return openBadger(cfg, log)
+	}
+	u, err := url.Parse(cfg.store)
+	if err != nil || u.Scheme == "" {
+		// Not echoed: a key=value connection string may hold a password.
+		return nil, errors.New("--store is not a URL: give postgres://… or postgresql://…, or leave it empty for the embedded store under --data-dir")
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "postgres", "postgresql":
+		open := cfg.openShared
+		if open == nil {
+			open = openPostgres
+		}
+		where := "PostgreSQL " + redactedURL(cfg.store)
+		st, err := open(ctx, cfg.store, log)
+		if err != nil {
+			return nil, fmt.Errorf("--store %s: %w", where, err)
+		}
+		return sharedBackend(st, where), nil
+	}
+	return nil, fmt.Errorf("--store: unknown scheme %q: give postgres://… or postgresql://…, or leave it empty for the embedded store under --data-dir", u.Scheme)
+}
+
+// openPostgres opens a PostgreSQL store. The pgstore package comes with
+// issue 17's merge; until then --store postgres://… fails at start.
+func openPostgres(ctx context.Context, url string, log *slog.Logger) (sharedStore, error) {
+	return nil, errors.New("the PostgreSQL store is not built into this binary yet")
+}
+
+// openBadger opens the embedded store, as serve always did. Every write
+// the sidecar acknowledges goes through its Update, Put or PutKey, which
+// return once durable in group commit mode too.
+func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
+	dir := filepath.Join(cfg.dataDir, "db")
+	st, err := store.Open(store.Options{Dir: dir, NoSync: cfg.noSync, GroupCommit: cfg.groupCommit, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.noSync {
+		log.Warn("--no-sync: commits are not fsynced; a crash may lose acknowledged writes")
+	}
+	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir,
+		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
+		Close:    st.Close}, nil
+}
+
+// sharedBackend is the backend of a shared store. Snapshots, disk metrics,
+// embeddings and the Mem0 event log are Badger's for now.
+func sharedBackend(st sharedStore, where string) *backend {
+	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
+}
+
+// notReady says why /readyz fails for the store, or nil. Badger's only
+// reason is a full disk (writes answer 507, reads still work); a shared
+// store's is a database that does not answer, named.
+func (b *backend) notReady() error {
+	err := b.Writable()
+	switch {
+	case err == nil:
+		return nil
+	case b.Badger != nil:
+		return errors.New(memory.ErrorMessage(err))
+	}
+	return fmt.Errorf("the store %s: %s", b.Where, memory.ErrorMessage(err))
+}
+
+// redactedURL is a store URL fit for logs: without its password or query
+// (which may carry one), or nothing of it when it does not parse.
+func redactedURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	u.RawQuery, u.Fragment = "", ""
+	return u.Redacted()
+}

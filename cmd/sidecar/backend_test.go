@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/store"
+)
+
+// fakeShared is a store beside Badger as serve sees one (sharedStore): the
+// Badger store with its commit feed hidden, reads through View whose
+// transactions scan the index of active records, and a switch that makes
+// it a database that stopped answering.
+type fakeShared struct {
+	st   *store.Store
+	down atomic.Bool
+}
+
+var _ sharedStore = (*fakeShared)(nil)
+
+func (f *fakeShared) gone() error {
+	if f.down.Load() {
+		return memory.Errorf(memory.EUNAVAILABLE, "the database does not answer: dial tcp: connection refused")
+	}
+	return nil
+}
+
+func (f *fakeShared) Update(ctx context.Context, fn func(memory.Tx) error) error {
+	if err := f.gone(); err != nil {
+		return err
+	}
+	return f.st.Update(ctx, fn)
+}
+
+func (f *fakeShared) View(ctx context.Context, fn func(memory.ReadTx) error) error {
+	if err := f.gone(); err != nil {
+		return err
+	}
+	return f.st.ViewSnapshot(ctx, func(sn *store.Snapshot) error { return fn(sn) })
+}
+
+func (f *fakeShared) Get(ctx context.Context, ns, k string) ([]byte, error) {
+	if err := f.gone(); err != nil {
+		return nil, err
+	}
+	return f.st.Get(ctx, ns, k)
+}
+
+func (f *fakeShared) Put(ctx context.Context, ns, k string, v []byte) error {
+	if err := f.gone(); err != nil {
+		return err
+	}
+	return f.st.Put(ctx, ns, k, v)
+}
+
+func (f *fakeShared) Writable() error { return f.gone() }
+func (f *fakeShared) Close() error    { return f.st.Close() }
+
+func newFakeShared(t *testing.T) *fakeShared {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fakeShared{st: st}
+}
+
+// TestOpenBackendByStoreURL: --store picks the store by its URL's scheme,
+// and its errors name the accepted forms without the URL's password.
+func TestOpenBackendByStoreURL(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	shared := func(context.Context, string, *slog.Logger) (sharedStore, error) { return newFakeShared(t), nil }
+	tests := []struct {
+		store   string
+		open    openShared
+		badger  bool   // the embedded store opened
+		where   string // in Where, for a shared store
+		errWant string // in the error; "" for none
+	}{
+		{store: "", badger: true},
+		{store: "postgres://memgate:hunter2@db.example:5432/memgate?sslmode=require&password=hunter2", open: shared,
+			where: "PostgreSQL postgres://memgate:xxxxx@db.example:5432/memgate"},
+		{store: "POSTGRESQL://db.example/memgate", open: shared, where: "PostgreSQL postgresql://db.example/memgate"},
+		{store: "postgres://memgate:hunter2@db.example/memgate", errWant: "not built into this binary yet"},
+		{store: "mysql://db.example/memgate", errWant: "give postgres://… or postgresql://…"},
+		{store: "host=db.example password=hunter2", errWant: "is not a URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.store, func(t *testing.T) {
+			cfg := serveConfig{dataDir: t.TempDir(), store: tt.store, openShared: tt.open}
+			b, err := openBackend(context.Background(), cfg, log)
+			if tt.errWant != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.errWant) || strings.Contains(err.Error(), "hunter2") {
+					t.Fatalf("openBackend(%q) = %v; want an error saying %q, without the password", tt.store, err, tt.errWant)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if (b.Badger != nil) != tt.badger || (b.Disk != nil) != tt.badger || (b.Snapshot != nil) != tt.badger {
+				t.Fatalf("openBackend(%q): Badger %v, disk metrics %v, snapshots %v; want them %v", tt.store,
+					b.Badger != nil, b.Disk != nil, b.Snapshot != nil, tt.badger)
+			}
+			if !tt.badger && (b.Where != tt.where || strings.Contains(b.Where, "hunter2")) {
+				t.Fatalf("Where = %q, want %q", b.Where, tt.where)
+			}
+		})
+	}
+}
+
+// TestEmbeddingsNeedTheEmbeddedStore: --embed-url with another store fails
+// at start, saying why, instead of a search without its vectors.
+func TestEmbeddingsNeedTheEmbeddedStore(t *testing.T) {
+	_, _, err := openEmbeddings(serveConfig{embedURL: "http://127.0.0.1:1/v1"}, nil, nil, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "--embed-url") || !strings.Contains(err.Error(), "--store") {
+		t.Fatalf("openEmbeddings without Badger: %v; want an error naming --embed-url and --store", err)
+	}
+}
+
+// syncBuffer is a log sink serve writes to while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestServeOnASharedStore runs the sidecar on a store that is not Badger
+// (no commit feed, no disk): writes apply, the native list and the Mem0
+// search find them through View scans, and when the database stops
+// answering /readyz says 503 naming it (without its password) and a write
+// answers 503 JSON.
+func TestServeOnASharedStore(t *testing.T) {
+	for _, k := range []string{"MEMGATE_AGENT_KEYS", "MEMGATE_MEM0_API_KEYS"} {
+		t.Setenv(k, "")
+	}
+	t.Setenv("MEMGATE_ADMIN_TOKEN", "tok")
+	var cfg serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	cfg.register(fs)
+	err := fs.Parse([]string{"--data-dir", t.TempDir(), "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0",
+		"--store", "postgres://memgate:hunter2@db.example:5432/memgate"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := newFakeShared(t)
+	var opened string
+	cfg.openShared = func(_ context.Context, url string, _ *slog.Logger) (sharedStore, error) {
+		opened = url
+		return fake, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}()
+	ready := regexp.MustCompile(`memgate ready" agent=(\S+) admin=(\S+)`)
+	var agent, admin string
+	for deadline := time.Now().Add(30 * time.Second); agent == ""; time.Sleep(10 * time.Millisecond) {
+		if m := ready.FindStringSubmatch(logs.String()); m != nil {
+			agent, admin = "http://"+m[1], "http://"+m[2]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("not ready; logs:\n%s", logs.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned %v; logs:\n%s", err, logs.String())
+		default:
+		}
+	}
+	if opened != cfg.store {
+		t.Fatalf("opened %q, want --store's URL", opened)
+	}
+	call := func(method, url, body string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequest(method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer tok")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	write := `{"layer":"preference","subjectId":"alice","summary":"alice prefers dark mode in every editor","scope":{"userId":"alice"}}`
+	if code, body := call("POST", agent+"/api/v1/memories", write); code != http.StatusCreated {
+		t.Fatalf("write: %d %s", code, body)
+	}
+	if code, body := call("GET", agent+"/api/v1/memories?subjectId=alice&q=dark", ""); code != http.StatusOK || !strings.Contains(body, "dark mode") {
+		t.Fatalf("native list: %d %s", code, body)
+	}
+	code, body := call("POST", agent+"/v2/memories/search/", `{"query":"dark mode editor","filters":{"user_id":"alice"}}`)
+	if code != http.StatusOK || !strings.Contains(body, "dark mode") {
+		t.Fatalf("Mem0 search: %d %s", code, body)
+	}
+	if code, body := call("GET", admin+"/readyz", ""); code != http.StatusOK {
+		t.Fatalf("/readyz with the database up: %d %s", code, body)
+	}
+
+	fake.down.Store(true)
+	code, body = call("GET", admin+"/readyz", "")
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusServiceUnavailable ||
+		!strings.Contains(e.Error.Message, "PostgreSQL postgres://memgate:xxxxx@db.example:5432/memgate") ||
+		!strings.Contains(e.Error.Message, "does not answer") || strings.Contains(body, "hunter2") {
+		t.Fatalf("/readyz with the database down: %d %s; want 503 naming the database, without its password", code, body)
+	}
+	code, body = call("POST", agent+"/api/v1/memories", strings.Replace(write, "dark", "light", 1))
+	if err := json.Unmarshal([]byte(body), &e); err != nil || code != http.StatusServiceUnavailable || e.Error.Code != memory.EUNAVAILABLE {
+		t.Fatalf("write with the database down: %d %s; want 503 JSON %q", code, body, memory.EUNAVAILABLE)
+	}
+	if strings.Contains(logs.String(), "hunter2") {
+		t.Fatalf("the logs show the database password:\n%s", logs.String())
+	}
+}
