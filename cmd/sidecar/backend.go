@@ -13,6 +13,7 @@ import (
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -89,10 +90,9 @@ func openBackend(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backe
 	return nil, fmt.Errorf("--store: unknown scheme %q: give postgres://… or postgresql://…, or leave it empty for the embedded store under --data-dir", u.Scheme)
 }
 
-// openPostgres opens a PostgreSQL store. The pgstore package comes with
-// issue 17's merge; until then --store postgres://… fails at start.
+// openPostgres opens a PostgreSQL store, applying its migrations.
 func openPostgres(ctx context.Context, url string, log *slog.Logger) (sharedStore, error) {
-	return nil, errors.New("the PostgreSQL store is not built into this binary yet")
+	return pgstore.Open(ctx, pgstore.Options{URL: url, Logger: log})
 }
 
 // openBadger opens the embedded store, as serve always did. Every write
@@ -130,6 +130,12 @@ func (b *backend) notReady() error {
 		return errors.New(memory.ErrorMessage(err))
 	}
 	return fmt.Errorf("the store %s: %s", b.Where, memory.ErrorMessage(err))
+}
+
+// isPostgresURL reports whether a --store URL names PostgreSQL.
+func isPostgresURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (strings.EqualFold(u.Scheme, "postgres") || strings.EqualFold(u.Scheme, "postgresql"))
 }
 
 // redactedURL is a store URL fit for logs: without its password or query

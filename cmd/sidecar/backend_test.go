@@ -93,7 +93,7 @@ func TestOpenBackendByStoreURL(t *testing.T) {
 		{store: "postgres://memgate:hunter2@db.example:5432/memgate?sslmode=require&password=hunter2", open: shared,
 			where: "PostgreSQL postgres://memgate:xxxxx@db.example:5432/memgate"},
 		{store: "POSTGRESQL://db.example/memgate", open: shared, where: "PostgreSQL postgresql://db.example/memgate"},
-		{store: "postgres://memgate:hunter2@db.example/memgate", errWant: "not built into this binary yet"},
+		{store: "postgres://memgate:hunter2@127.0.0.1:1/memgate", errWant: "unavailable"}, // nothing listens on port 1
 		{store: "mysql://db.example/memgate", errWant: "give postgres://… or postgresql://…"},
 		{store: "host=db.example password=hunter2", errWant: "is not a URL"},
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,19 +155,6 @@ func openSnapshotStore(ctx context.Context, dataDir, storeURL string) (snapshotS
 		return nil, fmt.Errorf("%w (a running sidecar holds its store: stop it first)", err)
 	}
 	return st, nil
-}
-
-func isPostgresURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql")
-}
-
-func redactedURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(an unparsable URL)"
-	}
-	return u.Redacted()
 }
 
 // hasDatabase reports whether dataDir holds a Badger database.
