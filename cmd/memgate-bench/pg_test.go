@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/bench/load"
+)
+
+// startTestCluster starts a throwaway cluster for one test, or skips the
+// test where PostgreSQL is not installed.
+func startTestCluster(t *testing.T) *pgCluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL cluster")
+	}
+	if _, err := pgBinDir(); err != nil {
+		t.Skip(err)
+	}
+	c, err := startPGCluster(context.Background(), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c
+}
+
+// TestPGBaselineWritesThroughAFleetOfHandlers drives the bare PostgreSQL
+// handlers as the load tool does, then reads the database: every
+// acknowledged write is a record, its slot points at it, one event each;
+// and all of it survives an immediate restart of the server.
+func TestPGBaselineWritesThroughAFleetOfHandlers(t *testing.T) {
+	c := startTestCluster(t)
+	ctx := context.Background()
+	dbURL, drop, err := createDatabase(ctx, c.URL("postgres"), "baseline_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop()
+	base, err := load.StartPGBaseline(ctx, dbURL, 3, 400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := base.Targets()
+	if len(urls) != 3 {
+		t.Fatalf("%d handlers, want 3", len(urls))
+	}
+	res, err := load.Run(ctx, load.Config{Target: urls[0], Targets: urls[1:], Rate: 0, Concurrency: 6,
+		Duration: 500 * time.Millisecond, Subjects: 4, Seed: 5})
+	base.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := res.Kinds[load.KindWrite]
+	if w.OK == 0 || w.OK != w.Calls {
+		t.Fatalf("writes: %d of %d ok (%v)", w.OK, w.Calls, res.All.Failed)
+	}
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var records, events, slots, misplaced, padded int
+	err = conn.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM bench_baseline_records),
+		(SELECT count(*) FROM bench_baseline_events),
+		(SELECT count(*) FROM bench_baseline_slots),
+		(SELECT count(*) FROM bench_baseline_slots s LEFT JOIN bench_baseline_records r ON r.id = s.active_id
+			WHERE r.status IS DISTINCT FROM 'active'),
+		(SELECT count(*) FROM bench_baseline_records WHERE length(value) < 400)`).Scan(&records, &events, &slots, &misplaced, &padded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The setup writes one record per subject before the measured ones;
+	// every write makes a slot of its own (a new fact type each).
+	if want := w.OK + 4; records < want || events != records || slots != records {
+		t.Fatalf("after restart: %d records, %d events, %d slots; want at least %d of each", records, events, slots, want)
+	}
+	if misplaced != 0 || padded != 0 {
+		t.Fatalf("%d slots not pointing at an active record, %d values shorter than memgate's record", misplaced, padded)
+	}
+	for _, u := range urls {
+		if !strings.Contains(res.Target, u) {
+			t.Errorf("result's targets %q lack handler %s", res.Target, u)
+		}
+	}
+}
