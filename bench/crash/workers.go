@@ -13,15 +13,18 @@ import (
 	"github.com/memgate/memgate/bench/sidecar"
 )
 
-// workload drives one sidecar process during one cycle: writers and
-// reviewers that log what is acknowledged.
+// workload drives the sidecar processes during one cycle: writers and
+// reviewers that log what is acknowledged. With several instances on one
+// store each call goes to the next instance, so a write parked through one
+// is approved or rolled back through another.
 type workload struct {
-	c      *sidecar.Client
-	ledger *Ledger
-	cycle  int
-	slots  int
-	// gone is closed when the process has exited: the workers stop then,
-	// so only the calls the kill caught in flight count as cut off.
+	clients []*sidecar.Client
+	next    atomic.Uint64
+	ledger  *Ledger
+	cycle   int
+	slots   int
+	// gone is closed when a process has exited: the workers stop then, so
+	// only the calls the kill caught in flight count as cut off.
 	gone <-chan struct{}
 
 	sent, cutOff, serverErrors, unexpected atomic.Int64
@@ -58,7 +61,7 @@ func (w *workload) writer(ctx context.Context, id int, rng *rand.Rand) {
 			cand["summary"] = fmt.Sprintf("observation %d of writer %d in cycle %d", n, id, w.cycle)
 		}
 		w.sent.Add(1)
-		rec, status, err := w.c.Write(ctx, cand)
+		rec, status, err := w.client().Write(ctx, cand)
 		switch {
 		case err == nil && status == http.StatusCreated:
 			w.ledger.Ack(Ack{Kind: AckApplied, RecordID: rec.ID, Slot: slotOf(rec), Cycle: w.cycle, At: time.Now()})
@@ -92,6 +95,11 @@ func (w *workload) reviewer(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
+// client returns the instance of the next call, round robin.
+func (w *workload) client() *sidecar.Client {
+	return w.clients[(w.next.Add(1)-1)%uint64(len(w.clients))]
+}
+
 func (w *workload) running(ctx context.Context) bool {
 	select {
 	case <-ctx.Done():
@@ -115,10 +123,10 @@ func (w *workload) decide(ctx context.Context, rng *rand.Rand, approve bool) boo
 	if approve {
 		kind = AckApproved
 		w.ledger.Attempt(id, OpApprove)
-		rec, err = w.c.Approve(ctx, id, "crash harness")
+		rec, err = w.client().Approve(ctx, id, "crash harness")
 	} else {
 		w.ledger.Attempt(id, OpReject)
-		rec, err = w.c.Reject(ctx, id, "crash harness")
+		rec, err = w.client().Reject(ctx, id, "crash harness")
 	}
 	var ae *sidecar.APIError
 	switch {
@@ -141,7 +149,7 @@ func (w *workload) rollback(ctx context.Context, rng *rand.Rand) bool {
 	}
 	w.sent.Add(1)
 	w.ledger.Attempt(id, OpRollback)
-	res, err := w.c.Rollback(ctx, id, "crash harness")
+	res, err := w.client().Rollback(ctx, id, "crash harness")
 	var ae *sidecar.APIError
 	switch {
 	case err == nil:
@@ -163,7 +171,7 @@ func (w *workload) checkSlot(ctx context.Context, rng *rand.Rand) bool {
 		return false
 	}
 	w.sent.Add(1)
-	doubled, err := checkSlot(ctx, w.c, s)
+	doubled, err := checkSlot(ctx, w.client(), s)
 	if err != nil {
 		w.failed(0, err)
 	}
