@@ -30,21 +30,21 @@ type PGBaseline struct {
 // names, so it never collides with memgate's schema on a shared database.
 const pgBaselineSchema = `
 CREATE TABLE IF NOT EXISTS bench_baseline_slots (
-	id        text PRIMARY KEY,
-	active_id text,
+	id        text COLLATE "C" PRIMARY KEY,
+	active_id text COLLATE "C",
 	version   bigint NOT NULL
 );
 CREATE TABLE IF NOT EXISTS bench_baseline_records (
-	id         text PRIMARY KEY,
-	slot_id    text NOT NULL,
+	id         text COLLATE "C" PRIMARY KEY,
+	slot_id    text COLLATE "C" NOT NULL,
 	status     text NOT NULL,
 	supersedes text,
 	value      bytea NOT NULL
 );
 CREATE TABLE IF NOT EXISTS bench_baseline_events (
 	seq       bigserial PRIMARY KEY,
-	record_id text NOT NULL,
-	slot_id   text NOT NULL,
+	record_id text COLLATE "C" NOT NULL,
+	slot_id   text COLLATE "C" NOT NULL,
 	kind      text NOT NULL,
 	at        timestamptz NOT NULL DEFAULT now()
 );`
@@ -79,15 +79,20 @@ func StartPGBaseline(ctx context.Context, dbURL string, handlers, recordBytes in
 	return b, nil
 }
 
-// maxSerializationRetries bounds the retries of a transaction PostgreSQL
-// aborted for a serialization failure. Such failures are not rare even
-// between writes to different slots: on small tables the planner scans
-// whole relations, whose predicate locks then conflict with every insert.
-const maxSerializationRetries = 100
+// A transaction that lost a serialization race runs again after a
+// jittered pause that doubles from retryMinPause to retryMaxPause, at most
+// maxSerializationRetries times: the policy pgstore announces for
+// memgate's writes, so both sides pay alike for the races. Races are not
+// rare even between writes to different slots: a read of an absent key
+// takes a predicate lock on the index page an insert then lands on.
+const (
+	maxSerializationRetries = 32
+	retryMinPause           = time.Millisecond
+	retryMaxPause           = 100 * time.Millisecond
+)
 
-// writeRecord is a low-risk write's transaction, retried after a short
-// random pause while PostgreSQL reports a serialization failure or a
-// deadlock (without the pause, the same transactions collide again).
+// writeRecord is a low-risk write's transaction, retried while PostgreSQL
+// reports a serialization failure or a deadlock.
 func (b *PGBaseline) writeRecord(ctx context.Context, pool *pgxpool.Pool, rec *baselineRecord, value []byte) error {
 	slot := rec.SubjectID + "\x1f" + rec.FactType
 	for attempt := 0; ; attempt++ {
@@ -121,12 +126,13 @@ func (b *PGBaseline) writeRecord(ctx context.Context, pool *pgxpool.Pool, rec *b
 			}
 			return nil
 		})
-		if err == nil || attempt >= maxSerializationRetries || !retryable(err) {
+		if err == nil || attempt+1 >= maxSerializationRetries || !retryable(err) {
 			return err
 		}
 		b.retries.Add(1)
+		pause := min(retryMinPause<<min(attempt, 16), retryMaxPause)
 		select {
-		case <-time.After(time.Duration(rand.Int64N(int64(min(attempt+1, 10)) * int64(time.Millisecond)))):
+		case <-time.After(pause/2 + rand.N(pause/2+1)):
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -96,4 +98,64 @@ func TestPGBaselineWritesThroughAFleetOfHandlers(t *testing.T) {
 			t.Errorf("result's targets %q lack handler %s", res.Target, u)
 		}
 	}
+}
+
+// TestPGBaselineSupersedesUnderRacingHandlers sends writes of one slot
+// through three handlers at once: SERIALIZABLE with retries must leave one
+// active record, the rest superseded in a chain, and one event each.
+func TestPGBaselineSupersedesUnderRacingHandlers(t *testing.T) {
+	c := startTestCluster(t)
+	ctx := context.Background()
+	dbURL, drop, err := createDatabase(ctx, c.URL("postgres"), "race_test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer drop()
+	base, err := load.StartPGBaseline(ctx, dbURL, 3, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	const writes = 24
+	urls := base.Targets()
+	errs := make(chan error, writes)
+	for i := range writes {
+		go func() {
+			body := fmt.Sprintf(`{"subjectId":"alice","factType":"editor","summary":"version %d"}`, i)
+			resp, err := http.Post(urls[i%len(urls)]+"/api/v1/memories", "application/json", strings.NewReader(body))
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					err = fmt.Errorf("write %d: HTTP %d", i, resp.StatusCode)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range writes {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var active, superseded, chained, events int
+	var version int64
+	err = conn.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM bench_baseline_records WHERE status = 'active'),
+		(SELECT count(*) FROM bench_baseline_records WHERE status = 'superseded'),
+		(SELECT count(DISTINCT supersedes) FROM bench_baseline_records WHERE supersedes IS NOT NULL),
+		(SELECT count(*) FROM bench_baseline_events),
+		(SELECT version FROM bench_baseline_slots)`).Scan(&active, &superseded, &chained, &events, &version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active != 1 || superseded != writes-1 || chained != writes-1 || events != writes || version != writes {
+		t.Fatalf("%d active, %d superseded, %d superseded once each, %d events, slot version %d; want 1, %d, %d, %d, %d",
+			active, superseded, chained, events, version, writes-1, writes-1, writes, writes)
+	}
+	t.Logf("%d transactions retried after a serialization failure", base.Retries())
 }
