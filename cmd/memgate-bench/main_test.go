@@ -216,12 +216,7 @@ func fakeFleet(t *testing.T) string {
 // one real sidecar, since this branch's sidecar has no --store) against 1
 // and 2 bare PostgreSQL handlers, and the table by fleet size.
 func TestFleetLoadOnACluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL and the binary")
-	}
-	if _, err := pgBinDir(); err != nil {
-		t.Skip(err)
-	}
+	needPostgres(t)
 	bin := fakeFleet(t)
 	out, logs, err := runCmd(t, "load", "-sidecar", bin, "-pg-cluster", "-instances", "1,2", "-rate", "0", "-concurrency", "4",
 		"-duration", "500ms", "-warmup", "100ms", "-subjects", "4")
@@ -270,12 +265,7 @@ func TestFleetLoadOnACluster(t *testing.T) {
 // PostgreSQL restart between cycles (the instances forward to one real
 // sidecar, so the restart tests the tool's handling of it, not memgate's).
 func TestFleetCrashOnACluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts PostgreSQL and the binary")
-	}
-	if _, err := pgBinDir(); err != nil {
-		t.Skip(err)
-	}
+	needPostgres(t)
 	bin := fakeFleet(t)
 	out, logs, err := runCmd(t, "crash", "-sidecar", bin, "-pg-cluster", "-instances", "2", "-kill", "all", "-restart-db-every", "1",
 		"-cycles", "2", "-writers", "2", "-reviewers", "1", "-min-uptime", "300ms", "-max-uptime", "400ms", "-seed", "4")

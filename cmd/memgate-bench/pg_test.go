@@ -14,9 +14,9 @@ import (
 	"github.com/memgate/memgate/bench/load"
 )
 
-// startTestCluster starts a throwaway cluster for one test, or skips the
-// test where PostgreSQL is not installed.
-func startTestCluster(t *testing.T) *pgCluster {
+// needPostgres skips a test in -short mode or where PostgreSQL is not
+// installed.
+func needPostgres(t *testing.T) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL cluster")
@@ -24,6 +24,12 @@ func startTestCluster(t *testing.T) *pgCluster {
 	if _, err := pgBinDir(); err != nil {
 		t.Skip(err)
 	}
+}
+
+// startTestCluster starts a throwaway cluster for one test.
+func startTestCluster(t *testing.T) *pgCluster {
+	t.Helper()
+	needPostgres(t)
 	c, err := startPGCluster(context.Background(), io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -36,22 +42,32 @@ func startTestCluster(t *testing.T) *pgCluster {
 	return c
 }
 
-// TestPGBaselineWritesThroughAFleetOfHandlers drives the bare PostgreSQL
-// handlers as the load tool does, then reads the database: every
-// acknowledged write is a record, its slot points at it, one event each;
-// and all of it survives an immediate restart of the server.
-func TestPGBaselineWritesThroughAFleetOfHandlers(t *testing.T) {
+// startTestBaseline starts handlers bare PostgreSQL handlers on a fresh
+// database of a throwaway cluster, all removed when the test ends.
+func startTestBaseline(t *testing.T, handlers, recordBytes int) (*pgCluster, string, *load.PGBaseline) {
+	t.Helper()
 	c := startTestCluster(t)
 	ctx := context.Background()
 	dbURL, drop, err := createDatabase(ctx, c.URL("postgres"), "baseline_test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer drop()
-	base, err := load.StartPGBaseline(ctx, dbURL, 3, 400)
+	t.Cleanup(drop)
+	base, err := load.StartPGBaseline(ctx, dbURL, handlers, recordBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { base.Close() })
+	return c, dbURL, base
+}
+
+// TestPGBaselineWritesThroughAFleetOfHandlers drives the bare PostgreSQL
+// handlers as the load tool does, then reads the database: every
+// acknowledged write is a record, its slot points at it, one event each;
+// and all of it survives an immediate restart of the server.
+func TestPGBaselineWritesThroughAFleetOfHandlers(t *testing.T) {
+	c, dbURL, base := startTestBaseline(t, 3, 400)
+	ctx := context.Background()
 	urls := base.Targets()
 	if len(urls) != 3 {
 		t.Fatalf("%d handlers, want 3", len(urls))
@@ -104,18 +120,8 @@ func TestPGBaselineWritesThroughAFleetOfHandlers(t *testing.T) {
 // through three handlers at once: SERIALIZABLE with retries must leave one
 // active record, the rest superseded in a chain, and one event each.
 func TestPGBaselineSupersedesUnderRacingHandlers(t *testing.T) {
-	c := startTestCluster(t)
+	_, dbURL, base := startTestBaseline(t, 3, 200)
 	ctx := context.Background()
-	dbURL, drop, err := createDatabase(ctx, c.URL("postgres"), "race_test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer drop()
-	base, err := load.StartPGBaseline(ctx, dbURL, 3, 200)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer base.Close()
 	const writes = 24
 	urls := base.Targets()
 	errs := make(chan error, writes)
