@@ -257,7 +257,11 @@ func printFleet(w io.Writer, runs []FleetRun) {
 	for _, r := range runs {
 		ratios := fmt.Sprintf("%6s %6s %6s", "-", "-", "-")
 		if r.Memgate != nil && r.Baseline != nil {
-			ratios = fmt.Sprintf("%5.2f× %5.2f× %5.2f×", r.P50, r.P99, r.Throughput)
+			thr := fmt.Sprintf("%6s", "-") // not comparable: the mix is not writes only
+			if r.Throughput > 0 {
+				thr = fmt.Sprintf("%5.2f×", r.Throughput)
+			}
+			ratios = fmt.Sprintf("%5.2f× %5.2f× %s", r.P50, r.P99, thr)
 		}
 		fmt.Fprintf(w, "  %-9d %s | %s | %s\n", r.Instances, cells(r.Memgate), cells(r.Baseline), ratios)
 	}
