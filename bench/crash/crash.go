@@ -52,12 +52,16 @@ type Config struct {
 	// KillAll kills every instance each cycle; otherwise one instance,
 	// chosen at random, dies while the others keep serving.
 	KillAll bool
-	// RestartStore, if set, restarts the database as a crash would, after
-	// the kill of every RestartStoreEvery-th cycle; the survivors must
-	// answer /readyz again within StoreRecovery (default 60s).
-	RestartStore      func(context.Context) error
-	RestartStoreEvery int
-	StoreRecovery     time.Duration
+	// RestartStore, if set, restarts the database as a crash would in
+	// every RestartStoreEvery-th cycle: after the kill, or with
+	// RestartStoreUnderLoad halfway to it while the workers run (writes
+	// then meet a database that does not answer: 503s, unknown commit
+	// outcomes). The survivors must answer /readyz again within
+	// StoreRecovery (default 60s).
+	RestartStore          func(context.Context) error
+	RestartStoreEvery     int
+	RestartStoreUnderLoad bool
+	StoreRecovery         time.Duration
 }
 
 func (c *Config) defaults() {
@@ -207,7 +211,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		for _, p := range fleet.Procs {
 			w.clients = append(w.clients, sidecar.NewClient(p, hc))
 		}
-		runCycle(ctx, fleet, victims, w, cfg, rng, uptime)
+		restartDB := cfg.RestartStore != nil && cfg.RestartStoreEvery > 0 && cycle%cfg.RestartStoreEvery == 0
+		var midRestart func(context.Context) error
+		if restartDB && cfg.RestartStoreUnderLoad {
+			midRestart = cfg.RestartStore
+		}
+		dbRestarted, err := runCycle(ctx, fleet, victims, w, cfg, rng, uptime, midRestart)
+		if err != nil {
+			return rep, fmt.Errorf("cycle %d: restarting the database under load: %w", cycle, err)
+		}
 		rep.Cycles = cycle
 		rep.Sent += w.sent.Load()
 		rep.CutOff += w.cutOff.Load()
@@ -228,13 +240,20 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := ledger.Err(); err != nil {
 			return rep, fmt.Errorf("ack log: %w", err)
 		}
-		if cfg.RestartStore != nil && cfg.RestartStoreEvery > 0 && cycle%cfg.RestartStoreEvery == 0 {
-			if err := restartStore(ctx, fleet, cfg); err != nil {
-				return rep, fmt.Errorf("cycle %d: %w", cycle, err)
+		if restartDB && midRestart == nil {
+			if err := cfg.RestartStore(ctx); err != nil {
+				return rep, fmt.Errorf("cycle %d: restarting the database: %w", cycle, err)
+			}
+			dbRestarted = true
+		}
+		if dbRestarted {
+			survivors, err := waitSurvivors(ctx, fleet, cfg.StoreRecovery)
+			if err != nil {
+				return rep, fmt.Errorf("cycle %d: after the database restart: %w", cycle, err)
 			}
 			rep.StoreRestarts++
 			if cfg.Progress != nil {
-				fmt.Fprintf(cfg.Progress, "cycle %d: restarted the database; the surviving instances are ready again\n", cycle)
+				fmt.Fprintf(cfg.Progress, "cycle %d: restarted the database; %d surviving instance(s) ready again\n", cycle, survivors)
 			}
 		}
 	}
@@ -289,29 +308,31 @@ func pickVictims(cfg Config, rng *rand.Rand) []int {
 	return []int{rng.IntN(cfg.Instances)}
 }
 
-// restartStore restarts the database between cycles, while the surviving
-// instances idle, and waits until each answers /readyz again: they must
-// reconnect by themselves.
-func restartStore(ctx context.Context, fleet *sidecar.Fleet, cfg Config) error {
-	if err := cfg.RestartStore(ctx); err != nil {
-		return fmt.Errorf("restarting the database: %w", err)
-	}
+// waitSurvivors waits until every running instance answers /readyz after
+// a database restart (they must reconnect by themselves) and returns how
+// many there are.
+func waitSurvivors(ctx context.Context, fleet *sidecar.Fleet, timeout time.Duration) (int, error) {
+	n := 0
 	for i, p := range fleet.Procs {
 		if p == nil {
 			continue
 		}
-		if err := p.WaitReady(ctx, cfg.StoreRecovery); err != nil {
-			return fmt.Errorf("instance %d after the database restart: %w", i, err)
+		if err := p.WaitReady(ctx, timeout); err != nil {
+			return n, fmt.Errorf("instance %d: %w", i, err)
 		}
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 // runCycle runs the workload until the kill, which comes while calls are
 // in flight; the workers stop once the victims are gone, and calls then in
 // flight to the survivors are abandoned (their outcome is unknown, as a
 // kill's would be). A process that exits by itself ends the cycle early.
-func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workload, cfg Config, rng *rand.Rand, uptime time.Duration) {
+// restartDB, if set, runs halfway to the kill, under the workers' calls;
+// the kill waits for it.
+func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workload, cfg Config, rng *rand.Rand,
+	uptime time.Duration, restartDB func(context.Context) error) (dbRestarted bool, err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	gone := make(chan struct{})
@@ -335,6 +356,21 @@ func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workl
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(1000+i)))
 		wg.Go(func() { w.reviewer(wctx, r) })
 	}
+	// restarted receives nil when the database restarted, an error when
+	// that failed, errNoRestart when none was due or the cycle ended first.
+	restarted := make(chan error, 1)
+	if restartDB == nil {
+		restarted <- errNoRestart
+	} else {
+		go func() {
+			select {
+			case <-time.After(uptime / 2):
+				restarted <- restartDB(ctx) // ctx: the cycle's end must not cut pg_ctl off
+			case <-wctx.Done():
+				restarted <- errNoRestart
+			}
+		}()
+	}
 	select {
 	case <-time.After(uptime):
 	case <-ctx.Done():
@@ -345,6 +381,7 @@ func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workl
 	}
 	cancel()
 	wg.Wait()
+	err = <-restarted
 	// An instance that was not a victim but exited by itself is down too:
 	// the next cycle restarts it like a victim.
 	for i, p := range fleet.Procs {
@@ -356,7 +393,13 @@ func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workl
 			}
 		}
 	}
+	if errors.Is(err, errNoRestart) {
+		return false, nil
+	}
+	return err == nil, err
 }
+
+var errNoRestart = errors.New("no database restart in this cycle")
 
 // storeKind names a store URL's kind for the report without its
 // credentials.

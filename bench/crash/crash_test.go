@@ -187,67 +187,71 @@ func TestVerifyFindsLosses(t *testing.T) {
 }
 
 // TestHarnessFleet runs the fleet mode: three instances on one shared
-// store, one killed per cycle, the store itself crashed and restarted once.
-// The instances are forwarders to one real sidecar that plays the shared
-// database (package fakefleet), so this tests the harness's fleet
-// mechanics, not a shared store.
+// store, one killed per cycle, the store itself crashed and restarted once,
+// after a kill or under the workers' calls. The instances are forwarders
+// to one real sidecar that plays the shared database (package fakefleet),
+// so this tests the harness's fleet mechanics, not a shared store.
 func TestHarnessFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	ctx := context.Background()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbDir, file := t.TempDir(), filepath.Join(t.TempDir(), "backend")
-	var db *sidecar.Process
-	startDB := func() error {
-		p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: dbDir})
-		if err != nil {
-			return err
-		}
-		db = p
-		return fakefleet.WriteBackend(file, p.Agent, p.Admin)
-	}
-	if err := startDB(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Kill() })
-	restarts := 0
-	crashDB := func(context.Context) error {
-		restarts++
-		db.Kill()
-		return startDB()
-	}
-	var progress bytes.Buffer
-	rep, err := Run(ctx, Config{Binary: self, DataDir: t.TempDir(), Store: "fake://one-backend", Env: fakefleet.Env(file),
-		Instances: 3, Cycles: 3, Writers: 3, Reviewers: 2, MinUptime: 400 * time.Millisecond, MaxUptime: 700 * time.Millisecond,
-		Slots: 4, Seed: 11, Progress: &progress, RestartStore: crashDB, RestartStoreEvery: 2})
-	var out bytes.Buffer
-	rep.Print(&out)
-	t.Logf("\n%s%s", progress.String(), out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() || rep.Cycles != 3 {
-		t.Fatalf("%d cycles, ok=%v", rep.Cycles, rep.OK())
-	}
-	if rep.StoreRestarts != 1 || restarts != 1 {
-		t.Fatalf("store restarted %d times (report %d), want once after cycle 2", restarts, rep.StoreRestarts)
-	}
-	if got := strings.Count(progress.String(), "killed instance(s) ["); got != 3 {
-		t.Fatalf("%d cycles killed one instance, want 3:\n%s", got, progress.String())
-	}
-	if !strings.Contains(out.String(), "instances: 3 sharing one fake database; database restarts: 1") {
-		t.Errorf("report does not describe the fleet:\n%s", out.String())
-	}
-	for _, k := range []AckKind{AckApplied, AckParked, AckApproved} {
-		if rep.Acked[k] == 0 {
-			t.Errorf("no %s item acknowledged: the workload did not exercise it", k)
-		}
-	}
-	if rep.Checked == 0 || rep.Slots == 0 {
-		t.Fatalf("nothing checked: %d records, %d slots", rep.Checked, rep.Slots)
+	for _, underLoad := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart under load %v", underLoad), func(t *testing.T) {
+			ctx := context.Background()
+			dbDir, file := t.TempDir(), filepath.Join(t.TempDir(), "backend")
+			var db *sidecar.Process
+			startDB := func() error {
+				p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: dbDir})
+				if err != nil {
+					return err
+				}
+				db = p
+				return fakefleet.WriteBackend(file, p.Agent, p.Admin)
+			}
+			if err := startDB(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Kill() })
+			restarts := 0
+			crashDB := func(context.Context) error {
+				restarts++
+				db.Kill()
+				return startDB()
+			}
+			var progress bytes.Buffer
+			rep, err := Run(ctx, Config{Binary: self, DataDir: t.TempDir(), Store: "fake://one-backend", Env: fakefleet.Env(file),
+				Instances: 3, Cycles: 3, Writers: 3, Reviewers: 2, MinUptime: 400 * time.Millisecond, MaxUptime: 700 * time.Millisecond,
+				Slots: 4, Seed: 11, Progress: &progress, RestartStore: crashDB, RestartStoreEvery: 2, RestartStoreUnderLoad: underLoad})
+			var out bytes.Buffer
+			rep.Print(&out)
+			t.Logf("\n%s%s", progress.String(), out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.OK() || rep.Cycles != 3 {
+				t.Fatalf("%d cycles, ok=%v", rep.Cycles, rep.OK())
+			}
+			if rep.StoreRestarts != 1 || restarts != 1 {
+				t.Fatalf("store restarted %d times (report %d), want once in cycle 2", restarts, rep.StoreRestarts)
+			}
+			if got := strings.Count(progress.String(), "killed instance(s) ["); got != 3 {
+				t.Fatalf("%d cycles killed one instance, want 3:\n%s", got, progress.String())
+			}
+			if !strings.Contains(out.String(), "instances: 3 sharing one fake database; database restarts: 1") {
+				t.Errorf("report does not describe the fleet:\n%s", out.String())
+			}
+			for _, k := range []AckKind{AckApplied, AckParked, AckApproved} {
+				if rep.Acked[k] == 0 {
+					t.Errorf("no %s item acknowledged: the workload did not exercise it", k)
+				}
+			}
+			if rep.Checked == 0 || rep.Slots == 0 {
+				t.Fatalf("nothing checked: %d records, %d slots", rep.Checked, rep.Slots)
+			}
+		})
 	}
 }

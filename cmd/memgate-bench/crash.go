@@ -52,12 +52,13 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 		ackLog    = fs.String("ack-log", "", "write every acknowledged item to this file as JSON lines")
 		jsonOut   = fs.Bool("json", false, "print the report as JSON")
 
-		store      = fs.String("store", "", "run the sidecars on this PostgreSQL server (a postgres:// URL of any database the user may connect to there; a fresh database is created for the run and dropped after)")
-		pgCluster  = fs.Bool("pg-cluster", false, "like -store, on a throwaway PostgreSQL cluster started for the run (initdb and pg_ctl; as user postgres when root)")
-		instances  = fs.Int("instances", 1, "with -store or -pg-cluster: sidecars sharing the one database; writers and reviewers call them round robin")
-		kill       = fs.String("kill", "one", "with several instances: kill one instance at random each cycle (one) or every instance (all)")
-		restartDB  = fs.Int("restart-db-every", 0, "with -pg-cluster: after every Nth cycle's kill also restart PostgreSQL (pg_ctl restart -m immediate) and wait for the survivors to be ready again; 0 = never")
-		dbRecovery = fs.Duration("db-recovery", time.Minute, "how long the surviving sidecars may take to answer /readyz after a database restart")
+		store       = fs.String("store", "", "run the sidecars on this PostgreSQL server (a postgres:// URL of any database the user may connect to there; a fresh database is created for the run and dropped after)")
+		pgCluster   = fs.Bool("pg-cluster", false, "like -store, on a throwaway PostgreSQL cluster started for the run (initdb and pg_ctl; as user postgres when root)")
+		instances   = fs.Int("instances", 1, "with -store or -pg-cluster: sidecars sharing the one database; writers and reviewers call them round robin")
+		kill        = fs.String("kill", "one", "with several instances: kill one instance at random each cycle (one) or every instance (all)")
+		restartDB   = fs.Int("restart-db-every", 0, "with -pg-cluster: after every Nth cycle's kill also restart PostgreSQL (pg_ctl restart -m immediate) and wait for the survivors to be ready again; 0 = never")
+		dbUnderLoad = fs.Bool("restart-db-under-load", false, "with -restart-db-every: restart PostgreSQL halfway to the kill while the workers run (writes then answer 503 until it is back; the report counts them as server errors) instead of after the kill")
+		dbRecovery  = fs.Duration("db-recovery", time.Minute, "how long the surviving sidecars may take to answer /readyz after a database restart")
 	)
 	return &ffcli.Command{
 		Name:       "crash",
@@ -84,6 +85,9 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 			if err := checkCrashFleet(*store, *pgCluster, *instances, *kill, *restartDB); err != nil {
 				return err
 			}
+			if *dbUnderLoad && *restartDB == 0 {
+				return errors.New("-restart-db-under-load needs -restart-db-every N")
+			}
 			if *store != "" || *pgCluster {
 				if err := sidecar.CheckStoreFlag(ctx, *bin); err != nil {
 					return err
@@ -100,7 +104,7 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 				defer drop()
 				cfg.Store, cfg.KillAll = dbURL, *kill == "all"
 				if *restartDB > 0 {
-					cfg.RestartStore, cfg.RestartStoreEvery = server.restart, *restartDB
+					cfg.RestartStore, cfg.RestartStoreEvery, cfg.RestartStoreUnderLoad = server.restart, *restartDB, *dbUnderLoad
 				}
 			}
 			if *ackLog != "" {

@@ -79,6 +79,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"crash", "-sidecar", "x", "-store", "postgres://db", "-kill", "some"}, "want one or all"},
 		{[]string{"crash", "-sidecar", "x", "-store", "postgres://db", "-restart-db-every", "2"}, "needs -pg-cluster"},
 		{[]string{"crash", "-sidecar", "x", "-store", "http://db"}, "postgres:// or postgresql://"},
+		{[]string{"crash", "-sidecar", "x", "-pg-cluster", "-restart-db-under-load"}, "needs -restart-db-every"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, _, err := runCmd(t, tc.args...)
