@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -134,8 +135,8 @@ type FleetRun struct {
 
 func (fl *fleetLoad) run(ctx context.Context) ([]FleetRun, error) {
 	var runs []FleetRun
-	for _, n := range fl.counts {
-		r, err := fl.measure(ctx, n)
+	for i, n := range fl.counts {
+		r, err := fl.measure(ctx, fmt.Sprintf("run%d_n%d", i+1, n), n)
 		if r != nil {
 			runs = append(runs, *r)
 		}
@@ -146,11 +147,13 @@ func (fl *fleetLoad) run(ctx context.Context) ([]FleetRun, error) {
 	return runs, nil
 }
 
-func (fl *fleetLoad) measure(ctx context.Context, n int) (*FleetRun, error) {
+// measure runs one fleet size; name tells its databases and data
+// directories from those of other runs (a list may repeat a size).
+func (fl *fleetLoad) measure(ctx context.Context, name string, n int) (*FleetRun, error) {
 	run := &FleetRun{Instances: n}
 	var base *load.PGBaseline
 	startBaseline := func(ctx context.Context, recordBytes int) (load.BaselineTarget, error) {
-		dbURL, drop, err := fl.server.database(ctx, fmt.Sprintf("baseline_n%d", n))
+		dbURL, drop, err := fl.server.database(ctx, name+"_baseline")
 		if err != nil {
 			return nil, err
 		}
@@ -181,7 +184,7 @@ func (fl *fleetLoad) measure(ctx context.Context, n int) (*FleetRun, error) {
 		return run, err
 	}
 
-	dbURL, drop, err := fl.server.database(ctx, fmt.Sprintf("memgate_n%d", n))
+	dbURL, drop, err := fl.server.database(ctx, name+"_memgate")
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +196,7 @@ func (fl *fleetLoad) measure(ctx context.Context, n int) (*FleetRun, error) {
 		}
 		defer os.RemoveAll(root)
 	} else {
-		root = fmt.Sprintf("%s/n%d", root, n)
+		root = filepath.Join(root, name)
 	}
 	fleet, err := sidecar.StartFleet(ctx, sidecar.Options{Binary: fl.bin, DataDir: root, Store: dbURL}, n)
 	if err != nil {
