@@ -109,12 +109,15 @@ type Report struct {
 	Slots         int             `json:"slotChecks"` // slot history checks
 	Lost          []Loss          `json:"lost"`
 	// DoubleActive lists slots seen with more than one active record.
-	DoubleActive []string      `json:"doubleActive"`
-	Sent         int64         `json:"sent"`
-	CutOff       int64         `json:"cutOff"`       // calls the kill left unanswered
-	ServerErrors int64         `json:"serverErrors"` // 5xx answers
-	Unexpected   int64         `json:"unexpected"`   // 4xx answers the harness never provokes
-	Elapsed      time.Duration `json:"elapsed"`
+	DoubleActive []string `json:"doubleActive"`
+	Sent         int64    `json:"sent"`
+	CutOff       int64    `json:"cutOff"`       // calls the kill left unanswered
+	ServerErrors int64    `json:"serverErrors"` // 5xx answers
+	// FailedAnswers are the server errors and unexpected answers by
+	// status and error code.
+	FailedAnswers map[string]FailedAnswer `json:"failedAnswers"`
+	Unexpected    int64                   `json:"unexpected"` // 4xx answers the harness never provokes
+	Elapsed       time.Duration           `json:"elapsed"`
 }
 
 // ItemsLost is how many acknowledged records are missing or in a state
@@ -138,6 +141,14 @@ func (r *Report) Print(w io.Writer) {
 		total, r.Acked[AckApplied], r.Acked[AckParked], r.Acked[AckApproved], r.Acked[AckRejected], r.Acked[AckRolledBack])
 	fmt.Fprintf(w, "calls: %d sent, %d cut off by the kill, %d server errors, %d unexpected answers\n",
 		r.Sent, r.CutOff, r.ServerErrors, r.Unexpected)
+	kinds := make([]string, 0, len(r.FailedAnswers))
+	for k := range r.FailedAnswers {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %s ×%d, e.g. %q\n", k, r.FailedAnswers[k].Count, r.FailedAnswers[k].Example)
+	}
 	fmt.Fprintf(w, "checked: %d records, %d slot histories\n", r.Checked, r.Slots)
 	fmt.Fprintf(w, "items lost: %d\n", r.ItemsLost())
 	for _, l := range r.Lost {
@@ -225,6 +236,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.CutOff += w.cutOff.Load()
 		rep.ServerErrors += w.serverErrors.Load()
 		rep.Unexpected += w.unexpected.Load()
+		for k, a := range w.answers {
+			if rep.FailedAnswers == nil {
+				rep.FailedAnswers = map[string]FailedAnswer{}
+			}
+			sum := rep.FailedAnswers[k]
+			sum.Count += a.Count
+			if sum.Example == "" {
+				sum.Example = a.Example
+			}
+			rep.FailedAnswers[k] = sum
+		}
 		rep.DoubleActive = appendNew(rep.DoubleActive, w.doubles...)
 		if cfg.Progress != nil {
 			what := "killed"

@@ -255,3 +255,35 @@ func TestHarnessFleet(t *testing.T) {
 		})
 	}
 }
+
+func TestFailedAnswersAreCountedByKind(t *testing.T) {
+	w := &workload{}
+	for _, f := range []struct {
+		status int
+		err    error
+	}{
+		{0, &sidecar.APIError{Status: 503, Code: "unavailable", Message: "the database is unavailable"}},
+		{0, &sidecar.APIError{Status: 503, Code: "unavailable", Message: "a later message"}},
+		{500, nil},
+		{0, &sidecar.APIError{Status: 409, Code: "conflict", Message: "not the head"}},
+		{0, fmt.Errorf("connection reset by peer")},
+	} {
+		w.failed(f.status, f.err)
+	}
+	if w.serverErrors.Load() != 3 || w.unexpected.Load() != 1 || w.cutOff.Load() != 1 {
+		t.Fatalf("server errors %d, unexpected %d, cut off %d; want 3, 1, 1", w.serverErrors.Load(), w.unexpected.Load(), w.cutOff.Load())
+	}
+	want := map[string]FailedAnswer{
+		"HTTP 503 unavailable": {Count: 2, Example: "the database is unavailable"},
+		"HTTP 500":             {Count: 1},
+		"HTTP 409 conflict":    {Count: 1, Example: "not the head"},
+	}
+	if len(w.answers) != len(want) {
+		t.Fatalf("answers %+v, want %+v", w.answers, want)
+	}
+	for k, a := range want {
+		if w.answers[k] != a {
+			t.Errorf("answers[%q] = %+v, want %+v", k, w.answers[k], a)
+		}
+	}
+}

@@ -31,6 +31,9 @@ type workload struct {
 
 	mu      sync.Mutex
 	doubles []string // slots seen with two active records while running
+	// answers counts the server errors and unexpected answers by status
+	// and error code, with one message each, to tell why they came.
+	answers map[string]FailedAnswer
 }
 
 // Slot naming: checkpoints apply under the default policy (each supersedes
@@ -197,7 +200,39 @@ func (w *workload) failed(status int, err error) {
 		w.unexpected.Add(1)
 	default:
 		w.cutOff.Add(1)
+		return
 	}
+	key, example := fmt.Sprintf("HTTP %d", status), ""
+	if ae != nil {
+		key, example = fmt.Sprintf("HTTP %d %s", ae.Status, ae.Code), ae.Message
+	} else if err != nil {
+		example = err.Error()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.answers == nil {
+		w.answers = map[string]FailedAnswer{}
+	}
+	a := w.answers[key]
+	a.Count++
+	if a.Example == "" {
+		a.Example = truncate(example, 200)
+	}
+	w.answers[key] = a
+}
+
+// FailedAnswer is a kind of server error or unexpected answer: how many
+// came and the message of one.
+type FailedAnswer struct {
+	Count   int    `json:"count"`
+	Example string `json:"example"`
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func slotOf(r sidecar.Record) Slot {
