@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +42,26 @@ type Config struct {
 	// Progress, if set, receives a line per cycle.
 	Progress io.Writer
 	Env      []string // extra environment for the sidecar
+
+	// Store, if set, is a shared store's URL (postgres://…) passed to every
+	// sidecar as --store; Instances sidecars then run on it at once, each
+	// with its own data directory and ports, and the workers' calls go
+	// round robin over them. Without Store, one sidecar on its Badger.
+	Store     string
+	Instances int // default 1
+	// KillAll kills every instance each cycle; otherwise one instance,
+	// chosen at random, dies while the others keep serving.
+	KillAll bool
+	// RestartStore, if set, restarts the database as a crash would in
+	// every RestartStoreEvery-th cycle: after the kill, or with
+	// RestartStoreUnderLoad halfway to it while the workers run (writes
+	// then meet a database that does not answer: 503s, unknown commit
+	// outcomes). The survivors must answer /readyz again within
+	// StoreRecovery (default 60s).
+	RestartStore          func(context.Context) error
+	RestartStoreEvery     int
+	RestartStoreUnderLoad bool
+	StoreRecovery         time.Duration
 }
 
 func (c *Config) defaults() {
@@ -67,23 +88,36 @@ func (c *Config) defaults() {
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
 	}
+	if c.Instances <= 0 {
+		c.Instances = 1
+	}
+	if c.StoreRecovery <= 0 {
+		c.StoreRecovery = time.Minute
+	}
 }
 
 // Report is what a harness run found.
 type Report struct {
-	Cycles  int             `json:"cycles"`
-	Seed    uint64          `json:"seed"`
-	Acked   map[AckKind]int `json:"acked"`
-	Checked int             `json:"checked"`    // record checks after restarts
-	Slots   int             `json:"slotChecks"` // slot history checks
-	Lost    []Loss          `json:"lost"`
+	Cycles    int    `json:"cycles"`
+	Seed      uint64 `json:"seed"`
+	Instances int    `json:"instances"`
+	Store     string `json:"store,omitempty"` // the shared store's kind ("postgres"); "" = Badger
+	// StoreRestarts counts restarts of the database between cycles.
+	StoreRestarts int             `json:"storeRestarts"`
+	Acked         map[AckKind]int `json:"acked"`
+	Checked       int             `json:"checked"`    // record checks after restarts
+	Slots         int             `json:"slotChecks"` // slot history checks
+	Lost          []Loss          `json:"lost"`
 	// DoubleActive lists slots seen with more than one active record.
-	DoubleActive []string      `json:"doubleActive"`
-	Sent         int64         `json:"sent"`
-	CutOff       int64         `json:"cutOff"`       // calls the kill left unanswered
-	ServerErrors int64         `json:"serverErrors"` // 5xx answers
-	Unexpected   int64         `json:"unexpected"`   // 4xx answers the harness never provokes
-	Elapsed      time.Duration `json:"elapsed"`
+	DoubleActive []string `json:"doubleActive"`
+	Sent         int64    `json:"sent"`
+	CutOff       int64    `json:"cutOff"`       // calls the kill left unanswered
+	ServerErrors int64    `json:"serverErrors"` // 5xx answers
+	// FailedAnswers are the server errors and unexpected answers by
+	// status and error code.
+	FailedAnswers map[string]FailedAnswer `json:"failedAnswers"`
+	Unexpected    int64                   `json:"unexpected"` // 4xx answers the harness never provokes
+	Elapsed       time.Duration           `json:"elapsed"`
 }
 
 // ItemsLost is how many acknowledged records are missing or in a state
@@ -100,10 +134,21 @@ func (r *Report) Print(w io.Writer) {
 		total += n
 	}
 	fmt.Fprintf(w, "cycles run: %d (seed %d, %s)\n", r.Cycles, r.Seed, r.Elapsed.Round(time.Millisecond))
+	if r.Store != "" {
+		fmt.Fprintf(w, "instances: %d sharing one %s database; database restarts: %d\n", r.Instances, r.Store, r.StoreRestarts)
+	}
 	fmt.Fprintf(w, "acknowledged: %d items: %d applied, %d parked, %d approvals, %d rejections, %d rollbacks\n",
 		total, r.Acked[AckApplied], r.Acked[AckParked], r.Acked[AckApproved], r.Acked[AckRejected], r.Acked[AckRolledBack])
 	fmt.Fprintf(w, "calls: %d sent, %d cut off by the kill, %d server errors, %d unexpected answers\n",
 		r.Sent, r.CutOff, r.ServerErrors, r.Unexpected)
+	kinds := make([]string, 0, len(r.FailedAnswers))
+	for k := range r.FailedAnswers {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	for _, k := range kinds {
+		fmt.Fprintf(w, "  %s ×%d, e.g. %q\n", k, r.FailedAnswers[k].Count, r.FailedAnswers[k].Example)
+	}
 	fmt.Fprintf(w, "checked: %d records, %d slot histories\n", r.Checked, r.Slots)
 	fmt.Fprintf(w, "items lost: %d\n", r.ItemsLost())
 	for _, l := range r.Lost {
@@ -121,7 +166,10 @@ func (r *Report) Print(w io.Writer) {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	start := time.Now()
-	rep := &Report{Seed: cfg.Seed, Lost: []Loss{}, DoubleActive: []string{}}
+	rep := &Report{Seed: cfg.Seed, Instances: cfg.Instances, Lost: []Loss{}, DoubleActive: []string{}}
+	if cfg.Store != "" {
+		rep.Store = storeKind(cfg.Store)
+	}
 	if cfg.DataDir == "" {
 		dir, err := os.MkdirTemp("", "memgate-crash-")
 		if err != nil {
@@ -133,7 +181,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	ledger := NewLedger(cfg.AckLog)
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	opts := sidecar.Options{Binary: cfg.Binary, DataDir: cfg.DataDir, Env: cfg.Env}
+	fleet := sidecar.NewFleet(sidecar.Options{Binary: cfg.Binary, DataDir: cfg.DataDir, Store: cfg.Store, Env: cfg.Env}, cfg.Instances)
+	defer fleet.Kill()
 	seen := map[string]bool{}
 	record := func(v verification) {
 		rep.Checked += v.records
@@ -153,31 +202,59 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}()
 
 	for cycle := 1; cycle <= cfg.Cycles; cycle++ {
-		p, err := sidecar.Start(ctx, opts)
+		// The instances killed last cycle come back; the checks then read
+		// through one of them, which must see what any instance acknowledged.
+		restarted, err := startDown(ctx, fleet)
 		if err != nil {
 			return rep, fmt.Errorf("cycle %d: %w", cycle, err)
 		}
-		client := sidecar.NewClient(p, hc)
 		if cycle > 1 {
-			v, err := verify(ctx, client, ledger, cycle-1, 8)
+			via := fleet.Procs[restarted[rng.IntN(len(restarted))]]
+			v, err := verify(ctx, sidecar.NewClient(via, hc), ledger, cycle-1, 8)
 			record(v)
 			if err != nil {
-				p.Kill()
 				return rep, fmt.Errorf("cycle %d: checking after restart: %w", cycle, err)
 			}
 		}
 		uptime := cfg.MinUptime + time.Duration(rng.Int64N(int64(cfg.MaxUptime-cfg.MinUptime)+1))
-		w := &workload{c: client, ledger: ledger, cycle: cycle, slots: cfg.Slots, gone: p.Exited()}
-		runCycle(ctx, p, w, cfg, rng, uptime)
+		victims := pickVictims(cfg, rng)
+		w := &workload{ledger: ledger, cycle: cycle, slots: cfg.Slots}
+		for _, p := range fleet.Procs {
+			w.clients = append(w.clients, sidecar.NewClient(p, hc))
+		}
+		restartDB := cfg.RestartStore != nil && cfg.RestartStoreEvery > 0 && cycle%cfg.RestartStoreEvery == 0
+		var midRestart func(context.Context) error
+		if restartDB && cfg.RestartStoreUnderLoad {
+			midRestart = cfg.RestartStore
+		}
+		dbRestarted, err := runCycle(ctx, fleet, victims, w, cfg, rng, uptime, midRestart)
+		if err != nil {
+			return rep, fmt.Errorf("cycle %d: restarting the database under load: %w", cycle, err)
+		}
 		rep.Cycles = cycle
 		rep.Sent += w.sent.Load()
 		rep.CutOff += w.cutOff.Load()
 		rep.ServerErrors += w.serverErrors.Load()
 		rep.Unexpected += w.unexpected.Load()
+		for k, a := range w.answers {
+			if rep.FailedAnswers == nil {
+				rep.FailedAnswers = map[string]FailedAnswer{}
+			}
+			sum := rep.FailedAnswers[k]
+			sum.Count += a.Count
+			if sum.Example == "" {
+				sum.Example = a.Example
+			}
+			rep.FailedAnswers[k] = sum
+		}
 		rep.DoubleActive = appendNew(rep.DoubleActive, w.doubles...)
 		if cfg.Progress != nil {
-			fmt.Fprintf(cfg.Progress, "cycle %d: killed after %s; %d calls, %d cut off, %d acknowledged so far\n",
-				cycle, uptime.Round(time.Millisecond), w.sent.Load(), w.cutOff.Load(), ledger.Len())
+			what := "killed"
+			if cfg.Instances > 1 {
+				what = fmt.Sprintf("killed instance(s) %v of %d", victims, cfg.Instances)
+			}
+			fmt.Fprintf(cfg.Progress, "cycle %d: %s after %s; %d calls, %d cut off, %d acknowledged so far\n",
+				cycle, what, uptime.Round(time.Millisecond), w.sent.Load(), w.cutOff.Load(), ledger.Len())
 		}
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -185,16 +262,33 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := ledger.Err(); err != nil {
 			return rep, fmt.Errorf("ack log: %w", err)
 		}
+		if restartDB && midRestart == nil {
+			if err := cfg.RestartStore(ctx); err != nil {
+				return rep, fmt.Errorf("cycle %d: restarting the database: %w", cycle, err)
+			}
+			dbRestarted = true
+		}
+		if dbRestarted {
+			survivors, err := waitSurvivors(ctx, fleet, cfg.StoreRecovery)
+			if err != nil {
+				return rep, fmt.Errorf("cycle %d: after the database restart: %w", cycle, err)
+			}
+			rep.StoreRestarts++
+			if cfg.Progress != nil {
+				fmt.Fprintf(cfg.Progress, "cycle %d: restarted the database; %d surviving instance(s) ready again\n", cycle, survivors)
+			}
+		}
 	}
 
 	// A last restart checks everything acknowledged over all cycles.
-	p, err := sidecar.Start(ctx, opts)
+	restarted, err := startDown(ctx, fleet)
 	if err != nil {
 		return rep, fmt.Errorf("final restart: %w", err)
 	}
-	v, verr := verify(ctx, sidecar.NewClient(p, hc), ledger, 0, 8)
+	via := fleet.Procs[restarted[rng.IntN(len(restarted))]]
+	v, verr := verify(ctx, sidecar.NewClient(via, hc), ledger, 0, 8)
 	record(v)
-	if err := p.Stop(10 * time.Second); err != nil {
+	if err := fleet.Stop(10 * time.Second); err != nil {
 		verr = errors.Join(verr, err)
 	}
 	if verr != nil {
@@ -203,11 +297,78 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// startDown starts every instance that is not running and returns their
+// indexes; when all run (none was killed), it returns all of them.
+func startDown(ctx context.Context, fleet *sidecar.Fleet) ([]int, error) {
+	var started, all []int
+	for i, p := range fleet.Procs {
+		all = append(all, i)
+		if p != nil {
+			continue
+		}
+		if err := fleet.Start(ctx, i); err != nil {
+			return nil, err
+		}
+		started = append(started, i)
+	}
+	if len(started) == 0 {
+		return all, nil
+	}
+	return started, nil
+}
+
+// pickVictims chooses the instances this cycle kills: all with KillAll or
+// a single instance, else one at random.
+func pickVictims(cfg Config, rng *rand.Rand) []int {
+	if cfg.KillAll || cfg.Instances == 1 {
+		all := make([]int, cfg.Instances)
+		for i := range all {
+			all[i] = i
+		}
+		return all
+	}
+	return []int{rng.IntN(cfg.Instances)}
+}
+
+// waitSurvivors waits until every running instance answers /readyz after
+// a database restart (they must reconnect by themselves) and returns how
+// many there are.
+func waitSurvivors(ctx context.Context, fleet *sidecar.Fleet, timeout time.Duration) (int, error) {
+	n := 0
+	for i, p := range fleet.Procs {
+		if p == nil {
+			continue
+		}
+		if err := p.WaitReady(ctx, timeout); err != nil {
+			return n, fmt.Errorf("instance %d: %w", i, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
 // runCycle runs the workload until the kill, which comes while calls are
-// in flight; the workers stop once the process is gone.
-func runCycle(ctx context.Context, p *sidecar.Process, w *workload, cfg Config, rng *rand.Rand, uptime time.Duration) {
+// in flight; the workers stop once the victims are gone, and calls then in
+// flight to the survivors are abandoned (their outcome is unknown, as a
+// kill's would be). A process that exits by itself ends the cycle early.
+// restartDB, if set, runs halfway to the kill, under the workers' calls;
+// the kill waits for it.
+func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workload, cfg Config, rng *rand.Rand,
+	uptime time.Duration, restartDB func(context.Context) error) (dbRestarted bool, err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	gone := make(chan struct{})
+	var once sync.Once
+	for _, p := range fleet.Procs {
+		go func() {
+			select {
+			case <-p.Exited():
+				once.Do(func() { close(gone) })
+			case <-wctx.Done():
+			}
+		}()
+	}
+	w.gone = gone
 	var wg sync.WaitGroup
 	for i := range cfg.Writers {
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(i)))
@@ -217,14 +378,58 @@ func runCycle(ctx context.Context, p *sidecar.Process, w *workload, cfg Config, 
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(1000+i)))
 		wg.Go(func() { w.reviewer(wctx, r) })
 	}
+	// restarted receives nil when the database restarted, an error when
+	// that failed, errNoRestart when none was due or the cycle ended first.
+	restarted := make(chan error, 1)
+	if restartDB == nil {
+		restarted <- errNoRestart
+	} else {
+		go func() {
+			select {
+			case <-time.After(uptime / 2):
+				restarted <- restartDB(ctx) // ctx: the cycle's end must not cut pg_ctl off
+			case <-wctx.Done():
+				restarted <- errNoRestart
+			}
+		}()
+	}
 	select {
 	case <-time.After(uptime):
 	case <-ctx.Done():
-	case <-p.Exited():
+	case <-gone:
 	}
-	p.Kill()
+	for _, i := range victims {
+		fleet.KillOne(i)
+	}
 	cancel()
 	wg.Wait()
+	err = <-restarted
+	// An instance that was not a victim but exited by itself is down too:
+	// the next cycle restarts it like a victim.
+	for i, p := range fleet.Procs {
+		if p != nil {
+			select {
+			case <-p.Exited():
+				fleet.KillOne(i)
+			default:
+			}
+		}
+	}
+	if errors.Is(err, errNoRestart) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+var errNoRestart = errors.New("no database restart in this cycle")
+
+// storeKind names a store URL's kind for the report without its
+// credentials.
+func storeKind(u string) string {
+	if scheme, _, ok := strings.Cut(u, "://"); ok {
+		return scheme
+	}
+	return "store"
 }
 
 func appendNew(list []string, items ...string) []string {

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/bench/sidecar"
+	"github.com/memgate/memgate/bench/sidecar/fakefleet"
 )
 
 var (
@@ -23,6 +25,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	fakefleet.MaybeRun() // this binary also plays the instances of a fleet
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -180,5 +183,107 @@ func TestVerifyFindsLosses(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("history of the vanished slots read without an error")
+	}
+}
+
+// TestHarnessFleet runs the fleet mode: three instances on one shared
+// store, one killed per cycle, the store itself crashed and restarted once,
+// after a kill or under the workers' calls. The instances are forwarders
+// to one real sidecar that plays the shared database (package fakefleet),
+// so this tests the harness's fleet mechanics, not a shared store.
+func TestHarnessFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, underLoad := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart under load %v", underLoad), func(t *testing.T) {
+			ctx := context.Background()
+			dbDir, file := t.TempDir(), filepath.Join(t.TempDir(), "backend")
+			var db *sidecar.Process
+			startDB := func() error {
+				p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: dbDir})
+				if err != nil {
+					return err
+				}
+				db = p
+				return fakefleet.WriteBackend(file, p.Agent, p.Admin)
+			}
+			if err := startDB(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { db.Kill() })
+			restarts := 0
+			crashDB := func(context.Context) error {
+				restarts++
+				db.Kill()
+				return startDB()
+			}
+			var progress bytes.Buffer
+			rep, err := Run(ctx, Config{Binary: self, DataDir: t.TempDir(), Store: "fake://one-backend", Env: fakefleet.Env(file),
+				Instances: 3, Cycles: 3, Writers: 3, Reviewers: 2, MinUptime: 400 * time.Millisecond, MaxUptime: 700 * time.Millisecond,
+				Slots: 4, Seed: 11, Progress: &progress, RestartStore: crashDB, RestartStoreEvery: 2, RestartStoreUnderLoad: underLoad})
+			var out bytes.Buffer
+			rep.Print(&out)
+			t.Logf("\n%s%s", progress.String(), out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.OK() || rep.Cycles != 3 {
+				t.Fatalf("%d cycles, ok=%v", rep.Cycles, rep.OK())
+			}
+			if rep.StoreRestarts != 1 || restarts != 1 {
+				t.Fatalf("store restarted %d times (report %d), want once in cycle 2", restarts, rep.StoreRestarts)
+			}
+			if got := strings.Count(progress.String(), "killed instance(s) ["); got != 3 {
+				t.Fatalf("%d cycles killed one instance, want 3:\n%s", got, progress.String())
+			}
+			if !strings.Contains(out.String(), "instances: 3 sharing one fake database; database restarts: 1") {
+				t.Errorf("report does not describe the fleet:\n%s", out.String())
+			}
+			for _, k := range []AckKind{AckApplied, AckParked, AckApproved} {
+				if rep.Acked[k] == 0 {
+					t.Errorf("no %s item acknowledged: the workload did not exercise it", k)
+				}
+			}
+			if rep.Checked == 0 || rep.Slots == 0 {
+				t.Fatalf("nothing checked: %d records, %d slots", rep.Checked, rep.Slots)
+			}
+		})
+	}
+}
+
+func TestFailedAnswersAreCountedByKind(t *testing.T) {
+	w := &workload{}
+	for _, f := range []struct {
+		status int
+		err    error
+	}{
+		{0, &sidecar.APIError{Status: 503, Code: "unavailable", Message: "the database is unavailable"}},
+		{0, &sidecar.APIError{Status: 503, Code: "unavailable", Message: "a later message"}},
+		{500, nil},
+		{0, &sidecar.APIError{Status: 409, Code: "conflict", Message: "not the head"}},
+		{0, fmt.Errorf("connection reset by peer")},
+	} {
+		w.failed(f.status, f.err)
+	}
+	if w.serverErrors.Load() != 3 || w.unexpected.Load() != 1 || w.cutOff.Load() != 1 {
+		t.Fatalf("server errors %d, unexpected %d, cut off %d; want 3, 1, 1", w.serverErrors.Load(), w.unexpected.Load(), w.cutOff.Load())
+	}
+	want := map[string]FailedAnswer{
+		"HTTP 503 unavailable": {Count: 2, Example: "the database is unavailable"},
+		"HTTP 500":             {Count: 1},
+		"HTTP 409 conflict":    {Count: 1, Example: "not the head"},
+	}
+	if len(w.answers) != len(want) {
+		t.Fatalf("answers %+v, want %+v", w.answers, want)
+	}
+	for k, a := range want {
+		if w.answers[k] != a {
+			t.Errorf("answers[%q] = %+v, want %+v", k, w.answers[k], a)
+		}
 	}
 }

@@ -13,21 +13,27 @@ import (
 	"github.com/memgate/memgate/bench/sidecar"
 )
 
-// workload drives one sidecar process during one cycle: writers and
-// reviewers that log what is acknowledged.
+// workload drives the sidecar processes during one cycle: writers and
+// reviewers that log what is acknowledged. With several instances on one
+// store each call goes to the next instance, so a write parked through one
+// is approved or rolled back through another.
 type workload struct {
-	c      *sidecar.Client
-	ledger *Ledger
-	cycle  int
-	slots  int
-	// gone is closed when the process has exited: the workers stop then,
-	// so only the calls the kill caught in flight count as cut off.
+	clients []*sidecar.Client
+	next    atomic.Uint64
+	ledger  *Ledger
+	cycle   int
+	slots   int
+	// gone is closed when a process has exited: the workers stop then, so
+	// only the calls the kill caught in flight count as cut off.
 	gone <-chan struct{}
 
 	sent, cutOff, serverErrors, unexpected atomic.Int64
 
 	mu      sync.Mutex
 	doubles []string // slots seen with two active records while running
+	// answers counts the server errors and unexpected answers by status
+	// and error code, with one message each, to tell why they came.
+	answers map[string]FailedAnswer
 }
 
 // Slot naming: checkpoints apply under the default policy (each supersedes
@@ -58,7 +64,7 @@ func (w *workload) writer(ctx context.Context, id int, rng *rand.Rand) {
 			cand["summary"] = fmt.Sprintf("observation %d of writer %d in cycle %d", n, id, w.cycle)
 		}
 		w.sent.Add(1)
-		rec, status, err := w.c.Write(ctx, cand)
+		rec, status, err := w.client().Write(ctx, cand)
 		switch {
 		case err == nil && status == http.StatusCreated:
 			w.ledger.Ack(Ack{Kind: AckApplied, RecordID: rec.ID, Slot: slotOf(rec), Cycle: w.cycle, At: time.Now()})
@@ -92,6 +98,11 @@ func (w *workload) reviewer(ctx context.Context, rng *rand.Rand) {
 	}
 }
 
+// client returns the instance of the next call, round robin.
+func (w *workload) client() *sidecar.Client {
+	return w.clients[(w.next.Add(1)-1)%uint64(len(w.clients))]
+}
+
 func (w *workload) running(ctx context.Context) bool {
 	select {
 	case <-ctx.Done():
@@ -115,10 +126,10 @@ func (w *workload) decide(ctx context.Context, rng *rand.Rand, approve bool) boo
 	if approve {
 		kind = AckApproved
 		w.ledger.Attempt(id, OpApprove)
-		rec, err = w.c.Approve(ctx, id, "crash harness")
+		rec, err = w.client().Approve(ctx, id, "crash harness")
 	} else {
 		w.ledger.Attempt(id, OpReject)
-		rec, err = w.c.Reject(ctx, id, "crash harness")
+		rec, err = w.client().Reject(ctx, id, "crash harness")
 	}
 	var ae *sidecar.APIError
 	switch {
@@ -141,7 +152,7 @@ func (w *workload) rollback(ctx context.Context, rng *rand.Rand) bool {
 	}
 	w.sent.Add(1)
 	w.ledger.Attempt(id, OpRollback)
-	res, err := w.c.Rollback(ctx, id, "crash harness")
+	res, err := w.client().Rollback(ctx, id, "crash harness")
 	var ae *sidecar.APIError
 	switch {
 	case err == nil:
@@ -163,7 +174,7 @@ func (w *workload) checkSlot(ctx context.Context, rng *rand.Rand) bool {
 		return false
 	}
 	w.sent.Add(1)
-	doubled, err := checkSlot(ctx, w.c, s)
+	doubled, err := checkSlot(ctx, w.client(), s)
 	if err != nil {
 		w.failed(0, err)
 	}
@@ -189,7 +200,39 @@ func (w *workload) failed(status int, err error) {
 		w.unexpected.Add(1)
 	default:
 		w.cutOff.Add(1)
+		return
 	}
+	key, example := fmt.Sprintf("HTTP %d", status), ""
+	if ae != nil {
+		key, example = fmt.Sprintf("HTTP %d %s", ae.Status, ae.Code), ae.Message
+	} else if err != nil {
+		example = err.Error()
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.answers == nil {
+		w.answers = map[string]FailedAnswer{}
+	}
+	a := w.answers[key]
+	a.Count++
+	if a.Example == "" {
+		a.Example = truncate(example, 200)
+	}
+	w.answers[key] = a
+}
+
+// FailedAnswer is a kind of server error or unexpected answer: how many
+// came and the message of one.
+type FailedAnswer struct {
+	Count   int    `json:"count"`
+	Example string `json:"example"`
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 func slotOf(r sidecar.Record) Slot {

@@ -1,6 +1,7 @@
 package load
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,13 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
+// BaselineTarget is a running baseline: the URLs of its handlers (the
+// load spreads over them as over memgate's instances) and how to stop it.
+type BaselineTarget interface {
+	Targets() []string
+	Close() error
+}
+
 // Baseline is the yardstick memgate's writes are measured against: a bare
 // HTTP handler that decodes the same request and stores a record of the
 // same size in one durable Badger transaction (SyncWrites), answering 201
@@ -22,10 +30,7 @@ import (
 type Baseline struct {
 	URL string
 	db  *badger.DB
-	srv *http.Server
-	ln  net.Listener
-	// recordBytes is the size of the stored value.
-	recordBytes int
+	srv *baselineServer
 }
 
 // StartBaseline opens a Badger database in dir and serves POST
@@ -39,17 +44,24 @@ func StartBaseline(dir string, recordBytes int) (*Baseline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("baseline: open badger in %s: %w", dir, err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	b := &Baseline{db: db}
+	b.srv, err = startBaselineServer(recordBytes, func(_ context.Context, rec *baselineRecord, value []byte) error {
+		return db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("r/"+rec.ID), value) })
+	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("baseline: %w", err)
+		return nil, err
 	}
-	b := &Baseline{URL: "http://" + ln.Addr().String(), db: db, ln: ln, recordBytes: max(recordBytes, 64)}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/v1/memories", b.write)
-	b.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go b.srv.Serve(ln)
+	b.URL = b.srv.url
 	return b, nil
+}
+
+// Targets is the baseline's one URL.
+func (b *Baseline) Targets() []string { return []string{b.URL} }
+
+// Close stops serving and closes the database.
+func (b *Baseline) Close() error {
+	return errors.Join(b.srv.Close(), b.db.Close())
 }
 
 // baselineRequest is the part of a native write the baseline reads.
@@ -68,7 +80,30 @@ type baselineRecord struct {
 	Pad       string `json:"pad"` // brings the value to the size of memgate's record
 }
 
-func (b *Baseline) write(w http.ResponseWriter, r *http.Request) {
+// baselineServer is the HTTP side every baseline shares: it decodes a
+// native write, builds a value the size of memgate's record and hands it
+// to store, answering 201 with the value once store returns.
+type baselineServer struct {
+	url         string
+	srv         *http.Server
+	recordBytes int
+	store       func(ctx context.Context, rec *baselineRecord, value []byte) error
+}
+
+func startBaselineServer(recordBytes int, store func(context.Context, *baselineRecord, []byte) error) (*baselineServer, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("baseline: %w", err)
+	}
+	s := &baselineServer{url: "http://" + ln.Addr().String(), recordBytes: max(recordBytes, 64), store: store}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/memories", s.write)
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+func (s *baselineServer) write(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -82,11 +117,11 @@ func (b *Baseline) write(w http.ResponseWriter, r *http.Request) {
 	rec := baselineRecord{ID: ulid.MustNew(ulid.Now(), rand.Reader).String(), SubjectID: req.SubjectID,
 		FactType: req.FactType, Summary: req.Summary, Status: "active"}
 	value, _ := json.Marshal(rec)
-	if pad := b.recordBytes - len(value); pad > 0 {
+	if pad := s.recordBytes - len(value); pad > 0 {
 		rec.Pad = strings.Repeat("p", pad)
 		value, _ = json.Marshal(rec)
 	}
-	if err := b.db.Update(func(txn *badger.Txn) error { return txn.Set([]byte("r/"+rec.ID), value) }); err != nil {
+	if err := s.store(r.Context(), &rec, value); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
@@ -95,11 +130,11 @@ func (b *Baseline) write(w http.ResponseWriter, r *http.Request) {
 	w.Write(append(value, '\n'))
 }
 
-// Close stops serving and closes the database.
-func (b *Baseline) Close() error {
-	err := b.srv.Close()
+// Close stops serving.
+func (s *baselineServer) Close() error {
+	err := s.srv.Close()
 	if errors.Is(err, http.ErrServerClosed) {
 		err = nil
 	}
-	return errors.Join(err, b.db.Close())
+	return err
 }

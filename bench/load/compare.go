@@ -17,6 +17,8 @@ type Comparison struct {
 	P50        float64 `json:"p50Ratio"`
 	P99        float64 `json:"p99Ratio"`
 	Throughput float64 `json:"throughputRatio"`
+	// Against names the baseline, for the report.
+	Against string `json:"against"`
 }
 
 func ratio(a, b float64) float64 {
@@ -46,7 +48,15 @@ type CompareConfig struct {
 	// first, then baseline first, ...) and pools the samples, so drift in
 	// the machine's load affects both alike.
 	Rounds int
+	// StartBaseline, if set, starts the baseline instead of the bare Badger
+	// handler in BaselineDir (the PostgreSQL one: StartPGBaseline), given
+	// the size of memgate's stored record; Against then names it.
+	StartBaseline func(ctx context.Context, recordBytes int) (BaselineTarget, error)
+	Against       string
 }
+
+// AgainstBadger names the default baseline.
+const AgainstBadger = "bare durable Badger writes"
 
 // RunCompared measures memgate and the baseline in alternation. The
 // baseline runs the same rate, concurrency and duration with writes only.
@@ -55,17 +65,23 @@ func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
 		return nil, err
 	}
 	rounds := max(cc.Rounds, 1)
-	dir := cc.BaselineDir
-	if dir == "" {
-		d, err := os.MkdirTemp("", "memgate-baseline-")
-		if err != nil {
-			return nil, fmt.Errorf("baseline: %w", err)
+	if cc.StartBaseline == nil {
+		dir := cc.BaselineDir
+		if dir == "" {
+			d, err := os.MkdirTemp("", "memgate-baseline-")
+			if err != nil {
+				return nil, fmt.Errorf("baseline: %w", err)
+			}
+			defer os.RemoveAll(d)
+			dir = d
 		}
-		defer os.RemoveAll(d)
-		dir = d
+		cc.StartBaseline = func(_ context.Context, recordBytes int) (BaselineTarget, error) {
+			return StartBaseline(dir, recordBytes)
+		}
+		cc.Against = AgainstBadger
 	}
-	cmp := &Comparison{}
-	var base *Baseline
+	cmp := &Comparison{Against: cc.Against}
+	var base BaselineTarget
 	defer func() {
 		if base != nil {
 			base.Close()
@@ -86,12 +102,13 @@ func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
 	runBaseline := func() error {
 		if base == nil {
 			var err error
-			if base, err = StartBaseline(dir, cmp.Memgate.RecordBytes); err != nil {
+			if base, err = cc.StartBaseline(ctx, cmp.Memgate.RecordBytes); err != nil {
 				return err
 			}
 		}
 		bc := cc.Config
-		bc.Target, bc.Dialect, bc.Mix, bc.Client = base.URL, Native, Mix{KindWrite: 1}, nil
+		urls := base.Targets()
+		bc.Target, bc.Targets, bc.Dialect, bc.Mix, bc.Client = urls[0], urls[1:], Native, Mix{KindWrite: 1}, nil
 		r, err := Run(ctx, bc)
 		if err != nil {
 			return fmt.Errorf("baseline run: %w", err)

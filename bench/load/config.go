@@ -110,7 +110,11 @@ func (m Mix) String() string {
 
 // Config is one load run against one target.
 type Config struct {
-	Target  string // base URL: a sidecar's agent listener, or the baseline
+	Target string // base URL: a sidecar's agent listener, or the baseline
+	// Targets, when set, are further base URLs serving the same store (a
+	// fleet of sidecars on one database); requests go round robin over
+	// Target and these, one target per request.
+	Targets []string
 	Dialect Dialect
 	Mix     Mix
 	// Rate is the requests per second to offer; 0 runs closed-loop, each
@@ -135,6 +139,9 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("load: a target URL is required")
 	}
 	c.Target = strings.TrimRight(c.Target, "/")
+	for i, t := range c.Targets {
+		c.Targets[i] = strings.TrimRight(t, "/")
+	}
 	if c.Dialect == "" {
 		c.Dialect = Native
 	}

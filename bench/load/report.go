@@ -51,8 +51,8 @@ func (c *Comparison) Print(w io.Writer) {
 	if c.Throughput > 0 {
 		thr = fmt.Sprintf("%.2f×", c.Throughput)
 	}
-	fmt.Fprintf(w, "memgate/baseline (low-risk writes vs bare durable Badger writes): p50 %.2f×, p99 %.2f×, throughput %s\n",
-		c.P50, c.P99, thr)
+	fmt.Fprintf(w, "memgate/baseline (low-risk writes vs %s): p50 %.2f×, p99 %.2f×, throughput %s\n",
+		c.Against, c.P50, c.P99, thr)
 }
 
 // ms formats a duration in milliseconds with three significant digits.

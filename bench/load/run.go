@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 )
@@ -125,7 +126,7 @@ func (w *workload) run(ctx context.Context) *Result {
 	}
 	wg.Wait()
 
-	res := &Result{Target: cfg.Target, Dialect: cfg.Dialect, Mix: cfg.Mix.String(), Rate: cfg.Rate,
+	res := &Result{Target: strings.Join(w.targets, ","), Dialect: cfg.Dialect, Mix: cfg.Mix.String(), Rate: cfg.Rate,
 		Concurrency: cfg.Concurrency, Duration: cfg.Duration, Missed: missed, samples: map[Kind]*samples{}}
 	last := measureFrom
 	for _, r := range results {

@@ -36,18 +36,29 @@ type request struct {
 
 // workload builds the requests of one run.
 type workload struct {
-	cfg   Config
-	seq   atomic.Int64
-	ids   idPool
-	runID string
+	cfg Config
+	seq atomic.Int64
+	// targets are Target and Targets; next picks one per request.
+	targets []string
+	next    atomic.Uint64
+	ids     idPool
+	runID   string
 	// nonce makes this run's writes differ from an earlier run's on the
 	// same sidecar (a repeat would answer "unchanged").
 	nonce string
 }
 
 func newWorkload(cfg Config) *workload {
-	return &workload{cfg: cfg, runID: fmt.Sprintf("bench-%d", cfg.Seed),
+	return &workload{cfg: cfg, runID: fmt.Sprintf("bench-%d", cfg.Seed), targets: append([]string{cfg.Target}, cfg.Targets...),
 		nonce: strconv.FormatInt(time.Now().UnixNano()%1e9, 36)}
+}
+
+// target returns the base URL of the next request, round robin.
+func (w *workload) target() string {
+	if len(w.targets) == 1 {
+		return w.targets[0]
+	}
+	return w.targets[(w.next.Add(1)-1)%uint64(len(w.targets))]
 }
 
 func (w *workload) subject(rng *rand.Rand) string {
@@ -123,7 +134,7 @@ func (w *workload) send(ctx context.Context, r request) (int, string) {
 	if r.body != nil {
 		body = bytes.NewReader(r.body)
 	}
-	req, err := http.NewRequestWithContext(ctx, r.method, w.cfg.Target+r.path, body)
+	req, err := http.NewRequestWithContext(ctx, r.method, w.target()+r.path, body)
 	if err != nil {
 		return 0, "bad request: " + err.Error()
 	}

@@ -22,9 +22,14 @@ import (
 type Options struct {
 	Binary  string // path to the built cmd/sidecar
 	DataDir string
-	Token   string   // admin token; a fixed default when empty
-	Env     []string // extra environment, KEY=VALUE
-	Args    []string // extra flags
+	// Store is the shared store's URL, passed as --store (issue 17: a
+	// postgres:// URL); "" keeps the embedded Badger under DataDir. A flag
+	// rather than MEMGATE_STORE so a binary without it refuses to start
+	// instead of running on Badger unnoticed.
+	Store string
+	Token string   // admin token; a fixed default when empty
+	Env   []string // extra environment, KEY=VALUE
+	Args  []string // extra flags
 	// ReadyTimeout bounds the wait for /readyz (default 30s).
 	ReadyTimeout time.Duration
 }
@@ -65,7 +70,11 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	}
 	p := &Process{Agent: "http://" + agent, Admin: "http://" + admin, Token: o.Token,
 		logs: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
-	args := append([]string{"--data-dir", o.DataDir, "--listen", agent, "--admin-listen", admin}, o.Args...)
+	args := []string{"--data-dir", o.DataDir, "--listen", agent, "--admin-listen", admin}
+	if o.Store != "" {
+		args = append(args, "--store", o.Store)
+	}
+	args = append(args, o.Args...)
 	p.cmd = exec.Command(o.Binary, args...)
 	p.cmd.Env = append(append(os.Environ(), "MEMGATE_ADMIN_TOKEN="+o.Token), o.Env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
@@ -81,7 +90,14 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 		p.Kill()
 		return nil, err
 	}
+	p.Ready = time.Since(start)
 	return p, nil
+}
+
+// WaitReady waits until /readyz answers 200 again, as after its store came
+// back (a database restart), for at most timeout.
+func (p *Process) WaitReady(ctx context.Context, timeout time.Duration) error {
+	return p.waitReady(ctx, time.Now(), timeout)
 }
 
 func (p *Process) waitReady(ctx context.Context, start time.Time, timeout time.Duration) error {
@@ -95,7 +111,6 @@ func (p *Process) waitReady(ctx context.Context, start time.Time, timeout time.D
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				p.Ready = time.Since(start)
 				return nil
 			}
 		}

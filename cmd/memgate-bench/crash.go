@@ -13,7 +13,28 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/memgate/memgate/bench/crash"
+	"github.com/memgate/memgate/bench/sidecar"
 )
+
+// checkCrashFleet refuses fleet flags that do not fit together.
+func checkCrashFleet(store string, cluster bool, instances int, kill string, restartEvery int) error {
+	fleet := store != "" || cluster
+	switch {
+	case store != "" && cluster:
+		return errors.New("give -store URL or -pg-cluster, not both")
+	case instances < 1 || instances > 64:
+		return fmt.Errorf("-instances %d: want 1 to 64", instances)
+	case instances > 1 && !fleet:
+		return errors.New("-instances needs -store or -pg-cluster (a fleet shares a PostgreSQL database)")
+	case kill != "one" && kill != "all":
+		return fmt.Errorf("-kill %q: want one or all", kill)
+	case restartEvery < 0:
+		return fmt.Errorf("-restart-db-every %d: want 0 (never) or more", restartEvery)
+	case restartEvery > 0 && !cluster:
+		return errors.New("-restart-db-every needs -pg-cluster: the tool restarts only a cluster it started")
+	}
+	return checkStoreURL(store)
+}
 
 func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 	fs := flag.NewFlagSet("memgate-bench crash", flag.ContinueOnError)
@@ -30,15 +51,26 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 		seed      = fs.Uint64("seed", 0, "random seed (0: from the clock; the report prints it)")
 		ackLog    = fs.String("ack-log", "", "write every acknowledged item to this file as JSON lines")
 		jsonOut   = fs.Bool("json", false, "print the report as JSON")
+
+		store       = fs.String("store", "", "run the sidecars on this PostgreSQL server (a postgres:// URL of any database the user may connect to there; a fresh database is created for the run and dropped after)")
+		pgCluster   = fs.Bool("pg-cluster", false, "like -store, on a throwaway PostgreSQL cluster started for the run (initdb and pg_ctl; as user postgres when root)")
+		instances   = fs.Int("instances", 1, "with -store or -pg-cluster: sidecars sharing the one database; writers and reviewers call them round robin")
+		kill        = fs.String("kill", "one", "with several instances: kill one instance at random each cycle (one) or every instance (all)")
+		restartDB   = fs.Int("restart-db-every", 0, "with -pg-cluster: after every Nth cycle's kill also restart PostgreSQL (pg_ctl restart -m immediate) and wait for the survivors to be ready again; 0 = never")
+		dbUnderLoad = fs.Bool("restart-db-under-load", false, "with -restart-db-every: restart PostgreSQL halfway to the kill while the workers run (writes then answer 503 until it is back; the report counts them as server errors) instead of after the kill")
+		dbRecovery  = fs.Duration("db-recovery", time.Minute, "how long the surviving sidecars may take to answer /readyz after a database restart")
 	)
 	return &ffcli.Command{
 		Name:       "crash",
-		ShortUsage: "memgate-bench crash -sidecar BIN [flags]",
+		ShortUsage: "memgate-bench crash -sidecar BIN [-store URL | -pg-cluster] [-instances N] [flags]",
 		ShortHelp:  "kill -9 the sidecar under load, restart, verify nothing acknowledged was lost",
 		LongHelp: "Runs the sidecar under concurrent writers and reviewers that log every acknowledged write\n" +
 			"and decision, kills it with SIGKILL at a random moment, restarts it and verifies that every\n" +
 			"acknowledged item is present in the state its acknowledgement promised and that no slot has\n" +
-			"two active records. Prints cycles run and items lost; exits 1 if anything was lost.",
+			"two active records. Prints cycles run and items lost; exits 1 if anything was lost.\n\n" +
+			"With -store or -pg-cluster it runs -instances sidecars on one PostgreSQL database: a write\n" +
+			"parked through one instance is approved or rolled back through another, one instance (or\n" +
+			"all, -kill all) dies each cycle, and the checks read through a restarted instance.",
 		FlagSet: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
@@ -48,7 +80,33 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 				return errors.New("-sidecar is required")
 			}
 			cfg := crash.Config{Binary: *bin, DataDir: *dataDir, Cycles: *cycles, Writers: *writers, Reviewers: *reviewers,
-				MinUptime: *minUp, MaxUptime: *maxUp, Slots: *slots, Seed: *seed, Progress: stderr}
+				MinUptime: *minUp, MaxUptime: *maxUp, Slots: *slots, Seed: *seed, Progress: stderr,
+				Instances: *instances, StoreRecovery: *dbRecovery}
+			if err := checkCrashFleet(*store, *pgCluster, *instances, *kill, *restartDB); err != nil {
+				return err
+			}
+			if *dbUnderLoad && *restartDB == 0 {
+				return errors.New("-restart-db-under-load needs -restart-db-every N")
+			}
+			if *store != "" || *pgCluster {
+				if err := sidecar.CheckStoreFlag(ctx, *bin); err != nil {
+					return err
+				}
+				server, err := openPGServer(ctx, *store, *pgCluster, stderr)
+				if err != nil {
+					return err
+				}
+				defer server.Close()
+				dbURL, drop, err := server.database(ctx, "crash")
+				if err != nil {
+					return err
+				}
+				defer drop()
+				cfg.Store, cfg.KillAll = dbURL, *kill == "all"
+				if *restartDB > 0 {
+					cfg.RestartStore, cfg.RestartStoreEvery, cfg.RestartStoreUnderLoad = server.restart, *restartDB, *dbUnderLoad
+				}
+			}
 			if *ackLog != "" {
 				f, err := os.Create(*ackLog)
 				if err != nil {

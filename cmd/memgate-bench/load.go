@@ -36,16 +36,26 @@ func loadCommand(stdout, stderr io.Writer) *ffcli.Command {
 		rounds      = fs.Int("rounds", 1, "alternate memgate and baseline runs this many times and pool the samples")
 		seed        = fs.Uint64("seed", 1, "random seed of the workload")
 		jsonOut     = fs.Bool("json", false, "print the result as JSON")
+
+		store     = fs.String("store", "", "run the sidecars on this PostgreSQL server (a postgres:// URL of any database the user may connect to there; a fresh database per run is created and dropped); the baseline is then a bare PostgreSQL transaction")
+		pgCluster = fs.Bool("pg-cluster", false, "like -store, on a throwaway PostgreSQL cluster started for the run (initdb and pg_ctl from /usr/lib/postgresql/*/bin or PATH; as user postgres when root)")
+		instances = fs.String("instances", "1", "with -store or -pg-cluster: sidecars sharing the one database (the load goes round robin over them, and the baseline runs as many handlers); a list such as 1,2,4 measures each in turn")
+		baseOnly  = fs.Bool("baseline-only", false, "with -store or -pg-cluster: measure only the bare PostgreSQL handlers, no sidecar")
+		baseBytes = fs.Int("baseline-record-bytes", 900, "with -baseline-only: the size of the stored value (with a sidecar, the size of its answer to a write: 892 bytes for the native low-risk write on Badger)")
 	)
 	return &ffcli.Command{
 		Name:       "load",
-		ShortUsage: "memgate-bench load (-target URL | -sidecar BIN) [flags]",
+		ShortUsage: "memgate-bench load (-target URL | -sidecar BIN [-store URL | -pg-cluster] [-instances N]) [flags]",
 		ShortHelp:  "throughput and latency percentiles of a sidecar, and memgate/baseline ratios",
 		LongHelp: "Drives a sidecar over HTTP with a rate (open loop: latency counts from when a request was due)\n" +
 			"or closed-loop concurrency, a mix of operations and a duration, and prints throughput and\n" +
 			"latency percentiles per kind. With -baseline (the default) it also runs a bare HTTP handler\n" +
 			"doing the same durable Badger write (one transaction, SyncWrites, a value the size of memgate's\n" +
-			"record) at the same rate and concurrency, and prints memgate/baseline for the writes.",
+			"record) at the same rate and concurrency, and prints memgate/baseline for the writes.\n\n" +
+			"With -store or -pg-cluster it runs -instances sidecars on one PostgreSQL database, spreads the\n" +
+			"requests over them, and measures against as many bare handlers that do a low-risk write's\n" +
+			"transaction (SERIALIZABLE: read the slot and its head, insert the record, update the slot,\n" +
+			"append an event) on a fresh database of the same server, alternated in the same run.",
 		FlagSet: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
@@ -54,6 +64,31 @@ func loadCommand(stdout, stderr io.Writer) *ffcli.Command {
 			m, err := load.ParseMix(*mix)
 			if err != nil {
 				return err
+			}
+			cfg := load.Config{Target: *target, Dialect: load.Dialect(*dialect), Mix: m, Rate: *rate, Concurrency: *concurrency,
+				Duration: *duration, Warmup: *warmup, Subjects: *subjects, SummaryBytes: *summary, Seed: *seed}
+			if *store != "" || *pgCluster {
+				fl := &fleetLoad{bin: *bin, dataDir: *dataDir, withBaseline: *baseline, baselineOnly: *baseOnly,
+					rounds: *rounds, cfg: cfg, log: stderr, baselineBytes: *baseBytes}
+				if err := fl.check(ctx, *store, *pgCluster, *target, *instances); err != nil {
+					return err
+				}
+				if fl.server, err = openPGServer(ctx, *store, *pgCluster, stderr); err != nil {
+					return err
+				}
+				defer fl.server.Close()
+				runs, err := fl.run(ctx)
+				if *jsonOut {
+					if jerr := json.NewEncoder(stdout).Encode(runs); jerr != nil {
+						return errors.Join(err, jerr)
+					}
+				} else {
+					printFleet(stdout, runs)
+				}
+				return err
+			}
+			if *instances != "1" || *baseOnly {
+				return errors.New("-instances and -baseline-only need -store or -pg-cluster (a fleet shares a PostgreSQL database)")
 			}
 			if (*target == "") == (*bin == "") {
 				return errors.New("give -target (a running sidecar) or -sidecar (a binary to start)")
@@ -67,8 +102,7 @@ func loadCommand(stdout, stderr io.Writer) *ffcli.Command {
 				*target = p.Agent
 				fmt.Fprintf(stderr, "started %s: agent %s, ready in %s\n", *bin, p.Agent, p.Ready.Round(time.Millisecond))
 			}
-			cfg := load.Config{Target: *target, Dialect: load.Dialect(*dialect), Mix: m, Rate: *rate, Concurrency: *concurrency,
-				Duration: *duration, Warmup: *warmup, Subjects: *subjects, SummaryBytes: *summary, Seed: *seed}
+			cfg.Target = *target
 			if !*baseline {
 				res, err := load.Run(ctx, cfg)
 				if err != nil {

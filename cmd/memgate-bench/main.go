@@ -4,6 +4,13 @@
 //	memgate-bench load       drive a sidecar over HTTP and compare it with a bare durable Badger write
 //	memgate-bench crash      kill -9 the sidecar under load, restart, check nothing acknowledged was lost
 //	memgate-bench footprint  resident memory idle and with a million records, time to ready
+//
+// With -store postgres://… or -pg-cluster (a throwaway cluster the tool
+// starts), load and crash run -instances sidecars on one PostgreSQL
+// database (issue 17): load compares them with as many bare handlers doing
+// a low-risk write's transaction, crash kills instances (and with
+// -restart-db-every, PostgreSQL) under writers and reviewers that call
+// every instance.
 package main
 
 import (

@@ -7,11 +7,15 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/memgate/memgate/bench/sidecar"
+	"github.com/memgate/memgate/bench/sidecar/fakefleet"
 )
 
 var (
@@ -22,6 +26,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	fakefleet.MaybeRun() // this binary also plays the instances of a fleet
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -61,6 +66,20 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"load", "-target", "http://x", "extra"}, "no arguments"},
 		{[]string{"crash"}, "-sidecar is required"},
 		{[]string{"footprint"}, "-sidecar is required"},
+		{[]string{"load", "-sidecar", "x", "-instances", "2"}, "need -store or -pg-cluster"},
+		{[]string{"load", "-target", "http://x", "-baseline-only"}, "need -store or -pg-cluster"},
+		{[]string{"load", "-sidecar", "x", "-store", "mysql://db"}, "postgres:// or postgresql://"},
+		{[]string{"load", "-sidecar", "x", "-store", "postgres://db", "-pg-cluster"}, "not both"},
+		{[]string{"load", "-target", "http://x", "-store", "postgres://db"}, "starts the fleet itself"},
+		{[]string{"load", "-store", "postgres://db"}, "-sidecar BIN is required"},
+		{[]string{"load", "-sidecar", "x", "-store", "postgres://db", "-baseline-only"}, "drop -sidecar"},
+		{[]string{"load", "-sidecar", "x", "-store", "postgres://db", "-instances", "1,0"}, "from 1 to 64"},
+		{[]string{"load", "-sidecar", "/nonexistent/sidecar", "-store", "postgres://db"}, "--help"},
+		{[]string{"crash", "-sidecar", "x", "-instances", "2"}, "needs -store or -pg-cluster"},
+		{[]string{"crash", "-sidecar", "x", "-store", "postgres://db", "-kill", "some"}, "want one or all"},
+		{[]string{"crash", "-sidecar", "x", "-store", "postgres://db", "-restart-db-every", "2"}, "needs -pg-cluster"},
+		{[]string{"crash", "-sidecar", "x", "-store", "http://db"}, "postgres:// or postgresql://"},
+		{[]string{"crash", "-sidecar", "x", "-pg-cluster", "-restart-db-under-load"}, "needs -restart-db-every"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			_, _, err := runCmd(t, tc.args...)
@@ -132,5 +151,135 @@ func TestCrashAndFootprintCommands(t *testing.T) {
 	}
 	if !strings.Contains(out, "empty data directory: ready in") || strings.Contains(out, "records loaded") {
 		t.Errorf("footprint output:\n%s", out)
+	}
+}
+
+func TestParseInstances(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"1", []int{1}},
+		{"1,2,4", []int{1, 2, 4}},
+		{" 4 , 2", []int{4, 2}},
+		{"0", nil},
+		{"2,", nil},
+		{"65", nil},
+		{"two", nil},
+	} {
+		got, err := parseInstances(tc.in)
+		if (err != nil) != (tc.want == nil) || !slices.Equal(got, tc.want) {
+			t.Errorf("parseInstances(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestFleetModesRefuseASidecarWithoutStore: the real sidecar on this branch
+// has no --store; the fleet modes say so before starting anything.
+func TestFleetModesRefuseASidecarWithoutStore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	for _, cmd := range []string{"load", "crash"} {
+		_, _, err := runCmd(t, cmd, "-sidecar", sidecarBinary(t), "-store", "postgres://127.0.0.1:1/none", "-instances", "2")
+		if err == nil || !strings.Contains(err.Error(), "has no --store flag") {
+			t.Errorf("%s: err = %v, want the missing --store explained", cmd, err)
+		}
+	}
+}
+
+// fakeFleet makes this test binary a "sidecar" with --store that forwards
+// to one real sidecar (package fakefleet), and returns its path.
+func fakeFleet(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "backend")
+	backend, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { backend.Stop(10 * time.Second) })
+	if err := fakefleet.WriteBackend(file, backend.Agent, backend.Admin); err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range fakefleet.Env(file) {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
+	return self
+}
+
+// TestFleetLoadOnACluster runs the fleet load end to end on a throwaway
+// PostgreSQL cluster: fresh databases, 1 and 2 instances (forwarders to
+// one real sidecar, since this branch's sidecar has no --store) against 1
+// and 2 bare PostgreSQL handlers, and the table by fleet size.
+func TestFleetLoadOnACluster(t *testing.T) {
+	needPostgres(t)
+	bin := fakeFleet(t)
+	out, logs, err := runCmd(t, "load", "-sidecar", bin, "-pg-cluster", "-instances", "1,2", "-rate", "0", "-concurrency", "4",
+		"-duration", "500ms", "-warmup", "100ms", "-subjects", "4")
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, out, logs)
+	}
+	t.Log("\n" + out)
+	for _, want := range []string{"== 1 instance(s)", "== 2 instance(s)", "2 bare PostgreSQL handlers",
+		"memgate/baseline (low-risk writes vs 2 bare PostgreSQL handlers", "low-risk writes by fleet size"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if strings.Contains(out, "failures:") {
+		t.Errorf("calls failed:\n%s", out)
+	}
+	if !strings.Contains(logs, "started 2 sidecars on one database") {
+		t.Errorf("logs do not show the fleet starting:\n%s", logs)
+	}
+
+	out, logs, err = runCmd(t, "load", "-pg-cluster", "-baseline-only", "-instances", "2", "-rate", "0", "-concurrency", "4",
+		"-duration", "300ms", "-warmup", "0", "-json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	var runs []struct {
+		Instances int
+		Memgate   *json.RawMessage
+		Baseline  struct {
+			Target string
+			Kinds  map[string]struct{ Calls, OK int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &runs); err != nil {
+		t.Fatalf("-json output %q: %v", out, err)
+	}
+	if len(runs) != 1 || runs[0].Instances != 2 || runs[0].Memgate != nil || strings.Count(runs[0].Baseline.Target, ",") != 1 {
+		t.Fatalf("baseline-only run: %+v", runs)
+	}
+	if w := runs[0].Baseline.Kinds["write"]; w.OK == 0 || w.OK != w.Calls {
+		t.Fatalf("baseline writes: %+v", w)
+	}
+}
+
+// TestFleetCrashOnACluster runs the crash command's fleet mode with a
+// PostgreSQL restart between cycles (the instances forward to one real
+// sidecar, so the restart tests the tool's handling of it, not memgate's).
+func TestFleetCrashOnACluster(t *testing.T) {
+	needPostgres(t)
+	bin := fakeFleet(t)
+	out, logs, err := runCmd(t, "crash", "-sidecar", bin, "-pg-cluster", "-instances", "2", "-kill", "all", "-restart-db-every", "1",
+		"-cycles", "2", "-writers", "2", "-reviewers", "1", "-min-uptime", "300ms", "-max-uptime", "400ms", "-seed", "4")
+	if err != nil {
+		t.Fatalf("%v\n%s%s", err, out, logs)
+	}
+	for _, want := range []string{"cycles run: 2 (seed 4", "instances: 2 sharing one postgres database; database restarts: 2",
+		"items lost: 0", "slots with two active records: 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("crash output lacks %q:\n%s", want, out)
+		}
+	}
+	if got := strings.Count(logs, "killed instance(s) [0 1] of 2"); got != 2 {
+		t.Errorf("%d cycles killed both instances, want 2:\n%s", got, logs)
 	}
 }
