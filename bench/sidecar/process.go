@@ -60,14 +60,25 @@ func Start(ctx context.Context, o Options) (*Process, error) {
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = 30 * time.Second
 	}
-	agent, err := freeAddr()
+	// A port found free may be taken before the sidecar binds it (by
+	// another process this tool starts at the same time): try new ones.
+	for attempt := 1; ; attempt++ {
+		p, err := start(ctx, o)
+		if err == nil || attempt == 3 || !errors.Is(err, errPortTaken) {
+			return p, err
+		}
+	}
+}
+
+// errPortTaken: the sidecar exited because a listener's port was taken.
+var errPortTaken = errors.New("a listener's port was taken")
+
+func start(ctx context.Context, o Options) (*Process, error) {
+	addrs, err := freeAddrs(2)
 	if err != nil {
 		return nil, err
 	}
-	admin, err := freeAddr()
-	if err != nil {
-		return nil, err
-	}
+	agent, admin := addrs[0], addrs[1]
 	p := &Process{Agent: "http://" + agent, Admin: "http://" + admin, Token: o.Token,
 		logs: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
 	args := []string{"--data-dir", o.DataDir, "--listen", agent, "--admin-listen", admin}
@@ -116,6 +127,9 @@ func (p *Process) waitReady(ctx context.Context, start time.Time, timeout time.D
 		}
 		select {
 		case <-p.exited:
+			if strings.Contains(p.Logs(), "address already in use") {
+				return fmt.Errorf("sidecar exited before it was ready: %w:\n%s", errPortTaken, p.Logs())
+			}
 			return fmt.Errorf("sidecar exited before it was ready (%v):\n%s", p.err, p.Logs())
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the sidecar: %w", ctx.Err())
@@ -159,13 +173,19 @@ func (p *Process) PID() int { return p.cmd.Process.Pid }
 // Logs returns the tail of what the process wrote to stdout and stderr.
 func (p *Process) Logs() string { return p.logs.String() }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("finding a free port: %w", err)
+// freeAddrs returns n distinct loopback addresses free a moment ago: the
+// listeners are held open together, so no two of them are the same port.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs, nil
 }
 
 // tailBuffer keeps the last max bytes written to it.
