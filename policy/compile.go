@@ -34,6 +34,9 @@ type Compiled struct {
 	// place is prepared when the policy defines a placement document;
 	// without one, free text is placed by the slot fields of a decision.
 	place *preparedQuery
+	// scans shares a candidate's text scan between its placement and its
+	// decision; nil when no query reads text features.
+	scans *scanMemo
 	// plain is set when the policy was compiled with every speed-up off
 	// (compileConfig.plain): queries then take the plain path of plain.go.
 	plain *plainPath
@@ -131,6 +134,12 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 		decision: newPreparedQuery(pq, compiler, DecisionQuery, features), place: place}
 	if cfg.plain {
 		p.plain = newPlainPath(data)
+	} else {
+		var placeFeatures *textFeatures
+		if place != nil {
+			placeFeatures = place.features
+		}
+		p.scans = newScanMemo(placeFeatures, p.decision.features)
 	}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)

@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 )
 
 // The policy's cost model (issue 15): the policy may cost at most 5% of
@@ -79,6 +82,7 @@ func measureCost(t testing.TB, n int) costFigures {
 		f.writes++
 		f.write = append(f.write, lat)
 		var sum time.Duration
+		forgetScans(c) // the write's own scan is not there to share again
 		for _, call := range rec.calls {
 			start := time.Now()
 			if err := call.run(ctx, c); err != nil {
@@ -122,4 +126,152 @@ func BenchmarkPolicyShareOfDurableWrite(b *testing.B) {
 	b.ReportMetric(float64(percentile(f.perWrite, 0.5).Nanoseconds()), "policy-per-write-p50-ns")
 	b.ReportMetric(100*float64(percentile(f.perWrite, 0.5))/float64(percentile(f.write, 0.5)), "policy-%-of-write")
 	b.Log(f)
+}
+
+// floorPolicy is the least a policy that evaluates like the default one
+// can cost under OPA's topdown: the default policy's data (so the input
+// and its text scan are built as for the default policy) and a placement
+// and a decision that each evaluate n helper rules of one expression
+// (`not hK`, hK reading one text feature): n+1 rule bodies and 2n+1
+// expressions each, constant results.
+func floorPolicy(t testing.TB, placeRules, decideRules int) *Compiled {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("package memgate\n\n")
+	helpers := func(doc, prefix string, n int) {
+		fmt.Fprintf(&b, "%s if {\n\ttrue\n", doc)
+		for i := range n {
+			fmt.Fprintf(&b, "\tnot %s%d\n", prefix, i)
+		}
+		b.WriteString("}\n\n")
+		for i := range n {
+			fmt.Fprintf(&b, "%s%d if input.candidate.text_features[\"%s%d\"]\n\n", prefix, i, prefix, i)
+		}
+	}
+	helpers(`placement := {"layer": "", "factType": "", "subjectId": "", "value": null}`, "p", placeRules)
+	helpers(`decision := {"risk": "low", "action": "apply", "categories": [], "affects": [], "reasons": [{"rule": "floor", "message": "floor"}]}`, "d", decideRules)
+	files := FileSet{"floor.rego": b.String(), "data.json": DefaultFiles()["data.json"]}
+	p, err := compile(context.Background(), files, compileConfig{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	return p
+}
+
+// expressionsEvaluated is the mean number of expressions p evaluates for
+// the placements and for the decisions of writes.
+func expressionsEvaluated(t testing.TB, p *Compiled, writes [][]benchCall) (place, decide float64) {
+	t.Helper()
+	var n, exprs [2]int
+	for _, w := range writes {
+		for _, c := range w {
+			q, k := &p.decision, 1
+			if c.place {
+				q, k = p.place, 0
+			}
+			input, err := inputScanned(c.in, q.features, p.scans, q.shape)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr := topdown.NewBufferTracer()
+			vc := getVirtualCache()
+			_, err = q.Eval(context.Background(), rego.EvalParsedInput(input), rego.EvalQueryTracer(tr),
+				rego.EvalBaseCache(p.data), rego.EvalVirtualCache(vc))
+			vc.release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range *tr {
+				if ev.Op == topdown.EvalOp {
+					exprs[k]++
+				}
+			}
+			n[k]++
+		}
+	}
+	return float64(exprs[0]) / float64(max(n[0], 1)), float64(exprs[1]) / float64(max(n[1], 1))
+}
+
+// BenchmarkPolicyFloor measures what one low-risk free-text write's policy
+// evaluations (a placement, then a decision, as the governor makes them)
+// cost with the default policy, with a floor policy that evaluates as many
+// expressions as the default policy does for those writes, and with one
+// that evaluates none, all interleaved in one loop:
+//
+//	go test -run '^$' -bench BenchmarkPolicyFloor -benchtime 3000x ./policy/
+//
+// The gap between the default policy and the matched floor is what its
+// rules could still save by evaluating the same logic more cheaply; the
+// matched floor is OPA's topdown evaluator's own cost for that much
+// evaluation, plus the input, and only fewer expressions go under it.
+func BenchmarkPolicyFloor(b *testing.B) {
+	calls := lowRiskCalls(b)
+	def := compileDefault(b)
+	placeExprs, decideExprs := expressionsEvaluated(b, def, calls)
+	// A floor policy with n helpers evaluates 2n+1 expressions a query.
+	placeRules, decideRules := int(placeExprs-1)/2, int(decideExprs-1)/2
+	b.Logf("default policy: %.1f expressions a placement, %.1f a decision; floor: %d and %d helper rules",
+		placeExprs, decideExprs, placeRules, decideRules)
+	policies := []struct {
+		name string
+		p    *Compiled
+		lat  []time.Duration
+	}{
+		{name: "default", p: def},
+		{name: "floor-matched", p: floorPolicy(b, placeRules, decideRules)},
+		{name: "floor-empty", p: floorPolicy(b, 0, 0)},
+	}
+	ctx := context.Background()
+	i := 0
+	for b.Loop() {
+		w := calls[i%len(calls)]
+		for k := range policies {
+			pol := &policies[(i+k)%len(policies)] // each goes first in turn
+			pol.p.scans.forget()
+			start := time.Now()
+			for _, c := range w {
+				if err := c.run(ctx, pol.p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pol.lat = append(pol.lat, time.Since(start))
+		}
+		i++
+	}
+	for k := range policies {
+		slices.Sort(policies[k].lat)
+	}
+	base := percentile(policies[0].lat, 0.5)
+	for _, pol := range policies {
+		p50 := percentile(pol.lat, 0.5)
+		b.ReportMetric(float64(p50.Nanoseconds()), pol.name+"-p50-ns")
+		if pol.name != "default" {
+			b.ReportMetric(float64(p50)/float64(base), pol.name+"/default")
+		}
+	}
+}
+
+// lowRiskCalls are the policy evaluations of each low-risk corpus text
+// written as free text through the governor: [placement, decision] per
+// write.
+func lowRiskCalls(t testing.TB) [][]benchCall {
+	t.Helper()
+	ctx := context.Background()
+	g, rec := recordingGovernor(t, store.Options{Dir: t.TempDir(), NoSync: true}, compileDefault(t))
+	var writes [][]benchCall
+	for i, text := range lowRiskTexts(t) {
+		rec.calls = rec.calls[:0]
+		res, err := g.Submit(ctx, memory.Candidate{Summary: text, Scope: memory.Scope{UserID: fmt.Sprintf("u-%d", i)},
+			Actor: memory.Actor{AgentID: "bench", Dialect: "native"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == memory.OutcomeApplied {
+			writes = append(writes, slices.Clone(rec.calls))
+		}
+	}
+	if len(writes) == 0 {
+		t.Fatal("no low-risk write applied")
+	}
+	return writes
 }

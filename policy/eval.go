@@ -70,7 +70,7 @@ func (p *Compiled) eval(ctx context.Context, q *preparedQuery, in *memory.Policy
 	if p.plain != nil {
 		return p.plain.eval(ctx, q.PreparedEvalQuery, in)
 	}
-	input, err := inputValue(in, q.features, q.shape)
+	input, err := inputScanned(in, q.features, p.scans, q.shape)
 	if err != nil {
 		return nil, fmt.Errorf("build policy input: %w", err)
 	}

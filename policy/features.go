@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/textfold"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -354,39 +355,15 @@ func objectOf(items [][2]*ast.Term) ast.Object {
 
 // match returns the facts of a candidate whose normalized text is norm.
 func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
-	var buf [64]bool
-	found := buf[:0]
-	if n := len(f.names); n <= len(buf) {
-		found = buf[:n]
-	} else {
-		found = make([]bool, n)
-	}
-	f.index.match(norm, found) // keyword list i is feature i
-	for _, e := range f.excepts {
-		var hit [1]bool
-		e.index.match(e.mask.Replace(norm), hit[:])
-		found[e.id] = hit[0]
-	}
-	if len(f.leads) > 0 {
-		var lbuf [16]bool
-		lfound := lbuf[:0]
-		if n := len(f.leads); n <= len(lbuf) {
-			lfound = lbuf[:n]
-		} else {
-			lfound = make([]bool, n)
-		}
-		f.leadIndex.match(clauseHeads(rec.Summary), lfound)
-		for i, hit := range lfound {
-			if hit {
-				found[f.leadIDs[i]] = true
-			}
-		}
-	}
-	if len(f.patterns) > 0 {
-		f.matchPatterns(rec, found)
-	}
+	return f.facts(f.scan(rec, norm, textfold.Text(rec.Summary)))
+}
+
+// facts reports what s found as the input's text fields: the features f
+// emits, the first of f's ranked lists and f's captures. s must come from
+// a spec that finds all of these (f itself, or a union with it).
+func (f *textFeatures) facts(s *textScan) textFacts {
 	var items [][2]*ast.Term
-	for i, hit := range found {
+	for i, hit := range s.found {
 		if hit && (f.emit == nil || f.emit[i]) {
 			items = append(items, [2]*ast.Term{f.nameTerms[i], trueTerm})
 		}
@@ -395,7 +372,7 @@ func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
 	items = nil
 	for _, rl := range f.first {
 		for _, i := range rl.features {
-			if found[i] {
+			if s.found[i] {
 				items = append(items, [2]*ast.Term{rl.name, f.nameTerms[i]})
 				break
 			}
@@ -404,8 +381,8 @@ func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
 	facts.first = objectOf(items)
 	items = nil
 	for _, cs := range f.captures {
-		if c, ok := cs.capture(norm); ok {
-			items = append(items, [2]*ast.Term{cs.name, ast.StringTerm(c)})
+		if c, ok := s.captures[string(cs.name.Value.(ast.String))]; ok {
+			items = append(items, [2]*ast.Term{cs.name, c})
 		}
 	}
 	facts.captures = objectOf(items)

@@ -23,19 +23,25 @@ const textNormKey = "text_norm"
 // (text_norm, and text_features, text_first and text_captures on the
 // candidate). Only the fields in shape are built (see inputShape).
 func inputValue(in *memory.PolicyInput, features *textFeatures, shape *inputShape) (ast.Value, error) {
+	return inputScanned(in, features, nil, shape)
+}
+
+// inputScanned is inputValue taking the candidate's text scan from scans
+// (nil: scanned here).
+func inputScanned(in *memory.PolicyInput, features *textFeatures, scans *scanMemo, shape *inputShape) (ast.Value, error) {
 	f := newFields(shape, 6)
 	if f.has("op") {
 		f.str("op", string(in.Op))
 	}
 	if f.has("candidate") {
-		cand, err := recordValue(in.Candidate, features, shape.field("candidate"))
+		cand, err := recordValue(in.Candidate, features, scans, shape.field("candidate"))
 		if err != nil {
 			return nil, fmt.Errorf("candidate: %w", err)
 		}
 		f.term("candidate", ast.NewTerm(cand))
 	}
 	if f.has("current") {
-		cur, err := recordValue(in.Current, nil, shape.field("current"))
+		cur, err := recordValue(in.Current, nil, nil, shape.field("current"))
 		if err != nil {
 			return nil, fmt.Errorf("current: %w", err)
 		}
@@ -47,7 +53,7 @@ func inputValue(in *memory.PolicyInput, features *textFeatures, shape *inputShap
 			terms := make([]*ast.Term, len(in.Pending))
 			elem := shape.field("pending").element()
 			for i, p := range in.Pending {
-				v, err := recordValue(p, nil, elem)
+				v, err := recordValue(p, nil, nil, elem)
 				if err != nil {
 					return nil, fmt.Errorf("pending[%d]: %w", i, err)
 				}
@@ -213,8 +219,8 @@ func (f *fields) timeOmit(k string, t time.Time) {
 func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
 
 // recordValue encodes a record, only the fields in shape; the candidate
-// also gets its text facts.
-func recordValue(r *memory.Record, features *textFeatures, shape *inputShape) (ast.Value, error) {
+// also gets its text facts, its scan taken from scans.
+func recordValue(r *memory.Record, features *textFeatures, scans *scanMemo, shape *inputShape) (ast.Value, error) {
 	if r == nil {
 		return ast.Null{}, nil
 	}
@@ -280,16 +286,24 @@ func recordValue(r *memory.Record, features *textFeatures, shape *inputShape) (a
 	f.timeOmit("supersededAt", r.SupersededAt)
 	f.timeOmit("decidedAt", r.DecidedAt)
 	f.timeOmit("rolledBackAt", r.RolledBackAt)
-	norm := ""
-	if f.has(textNormKey) || features != nil {
-		norm = normalizeText(r.Summary)
+	// The scan normalizes the summary too; a record without features to
+	// report (current, pending) is normalized on its own.
+	var scan *textScan
+	if features != nil && (f.has(textFeaturesKey) || f.has(textFirstKey) || f.has(textCapturesKey)) {
+		scan = scans.get(r, features)
 	}
-	f.str(textNormKey, norm)
+	if f.has(textNormKey) {
+		if scan != nil {
+			f.str(textNormKey, scan.norm)
+		} else {
+			f.str(textNormKey, normalizeText(r.Summary))
+		}
+	}
 	if f.has(textClausesKey) {
 		f.term(textClausesKey, stringsTerm(clauses(r.Summary)))
 	}
-	if features != nil && (f.has(textFeaturesKey) || f.has(textFirstKey) || f.has(textCapturesKey)) {
-		facts := features.match(r, norm)
+	if scan != nil {
+		facts := features.facts(scan)
 		f.term(textFeaturesKey, ast.NewTerm(facts.features))
 		f.term(textFirstKey, ast.NewTerm(facts.first))
 		f.term(textCapturesKey, ast.NewTerm(facts.captures))

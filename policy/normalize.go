@@ -72,10 +72,13 @@ const clauseMark = "|"
 // Chinese), line breaks and list bullets, and normalizes each part; empty
 // parts are dropped. "If the build is red, don't merge." gives
 // [" if the build is red ", " don t merge "].
-func clauses(s string) []string {
+func clauses(s string) []string { return foldedClauses(textfold.Text(s)) }
+
+// foldedClauses is clauses of a text already folded: folded first, then
+// split, so a folded full-width comma splits too.
+func foldedClauses(folded string) []string {
 	var out []string
-	// Folded once, then split: a folded full-width comma splits too.
-	for part := range strings.FieldsFuncSeq(textfold.Text(s), isClauseBreak) {
+	for part := range strings.FieldsFuncSeq(folded, isClauseBreak) {
 		if n := normalizeFolded(part); n != " " {
 			out = append(out, n)
 		}
@@ -92,10 +95,11 @@ func isClauseBreak(r rune) bool {
 	return false
 }
 
-// clauseHeads joins the normalized clauses of s, each after clauseMark.
-func clauseHeads(s string) string {
+// clauseHeads joins the normalized clauses of a folded text, each after
+// clauseMark.
+func clauseHeads(folded string) string {
 	var b strings.Builder
-	for _, c := range clauses(s) {
+	for _, c := range foldedClauses(folded) {
 		b.WriteString(clauseMark)
 		b.WriteString(c)
 	}

@@ -1,0 +1,180 @@
+package policy
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/textfold"
+	"github.com/open-policy-agent/opa/v1/ast"
+)
+
+// textScan is what the sidecar found in one candidate's text: its
+// normalized summary, which features occur and the captures. It is
+// immutable once built, so the queries of one write share it.
+type textScan struct {
+	norm string
+	// found is indexed by feature id (textFeatures.names).
+	found    []bool
+	captures map[string]*ast.Term // capture name -> what it captured
+}
+
+// scanText finds f's features and captures in rec's texts, folding its
+// summary once for the normalized text and the clauses.
+func (f *textFeatures) scanText(rec *memory.Record) *textScan {
+	folded := textfold.Text(rec.Summary)
+	return f.scan(rec, normalizeFolded(folded), folded)
+}
+
+// scan finds f's features and captures in rec, whose summary folded is
+// folded and normalized norm.
+func (f *textFeatures) scan(rec *memory.Record, norm, folded string) *textScan {
+	s := &textScan{norm: norm, found: make([]bool, len(f.names))}
+	found := s.found
+	f.index.match(norm, found) // keyword list i is feature i
+	for _, e := range f.excepts {
+		var hit [1]bool
+		e.index.match(e.mask.Replace(norm), hit[:])
+		found[e.id] = hit[0]
+	}
+	if len(f.leads) > 0 {
+		var lbuf [16]bool
+		lfound := lbuf[:0]
+		if n := len(f.leads); n <= len(lbuf) {
+			lfound = lbuf[:n]
+		} else {
+			lfound = make([]bool, n)
+		}
+		f.leadIndex.match(clauseHeads(folded), lfound)
+		for i, hit := range lfound {
+			if hit {
+				found[f.leadIDs[i]] = true
+			}
+		}
+	}
+	if len(f.patterns) > 0 {
+		f.matchPatterns(rec, found)
+	}
+	for _, cs := range f.captures {
+		if c, ok := cs.capture(norm); ok {
+			if s.captures == nil {
+				s.captures = map[string]*ast.Term{}
+			}
+			s.captures[string(cs.name.Value.(ast.String))] = ast.StringTerm(c)
+		}
+	}
+	return s
+}
+
+// scanMemoSize bounds the texts a policy revision remembers: enough for
+// the writes in flight between a write's placement and its decision.
+const scanMemoSize = 64
+
+// scanMemo shares the text scan of a candidate between the queries of one
+// write: the governor places free text, then decides the placed write,
+// and both queries read the same text facts (issue 15: the scan was half
+// of a placement's cost). A scan is found again only for the same
+// summary, evidence excerpt and value, the three texts features are
+// matched against, so a placement that filled in a value is scanned
+// afresh. It remembers the last scanMemoSize texts, oldest out first.
+type scanMemo struct {
+	// spec finds what every query of the revision reads: a query whose
+	// features are not one of owners (a test's hand-built query) scans
+	// on its own.
+	spec   *textFeatures
+	owners []*textFeatures
+
+	mu     sync.Mutex
+	recent map[scanKey]*textScan
+	order  [scanMemoSize]scanKey
+	next   int
+}
+
+type scanKey struct{ summary, excerpt, value string }
+
+// newScanMemo returns a memo for the queries whose features are given
+// (nil ones read no text); nil when none reads any.
+func newScanMemo(queries ...*textFeatures) *scanMemo {
+	m := &scanMemo{recent: make(map[scanKey]*textScan, scanMemoSize)}
+	for _, q := range queries {
+		if q == nil {
+			continue
+		}
+		m.owners = append(m.owners, q)
+		m.spec = m.spec.union(q)
+	}
+	if m.spec == nil {
+		return nil
+	}
+	return m
+}
+
+// get returns the scan of rec's text for a query whose features are want.
+func (m *scanMemo) get(rec *memory.Record, want *textFeatures) *textScan {
+	if m == nil || !slices.Contains(m.owners, want) {
+		return want.scanText(rec)
+	}
+	k := scanKey{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
+	m.mu.Lock()
+	s := m.recent[k]
+	m.mu.Unlock()
+	if s != nil {
+		return s
+	}
+	s = m.spec.scanText(rec)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.recent[k]; !ok {
+		delete(m.recent, m.order[m.next])
+		m.order[m.next] = k
+		m.next = (m.next + 1) % scanMemoSize
+		m.recent[k] = s
+	}
+	return s
+}
+
+// forget drops every remembered scan: benchmarks measure a write's first
+// scan with it.
+func (m *scanMemo) forget() {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	clear(m.recent)
+	m.order = [scanMemoSize]scanKey{}
+	m.next = 0
+}
+
+// union is a spec that finds what f and g find: f and g are queries'
+// parts of one policy's features (forShape), so feature ids agree. Nil
+// when both are.
+func (f *textFeatures) union(g *textFeatures) *textFeatures {
+	switch {
+	case f == nil:
+		return g
+	case g == nil:
+		return f
+	}
+	u := *f
+	u.emit = nil
+	u.patterns = slices.Clone(f.patterns)
+	for _, pf := range g.patterns {
+		if !slices.ContainsFunc(u.patterns, func(x patternFeature) bool { return x.id == pf.id }) {
+			u.patterns = append(u.patterns, pf)
+		}
+	}
+	u.first = slices.Clone(f.first)
+	for _, rl := range g.first {
+		if !slices.ContainsFunc(u.first, func(x rankedList) bool { return x.name.Equal(rl.name) }) {
+			u.first = append(u.first, rl)
+		}
+	}
+	u.captures = slices.Clone(f.captures)
+	for _, cs := range g.captures {
+		if !slices.ContainsFunc(u.captures, func(x captureSpec) bool { return x.name.Equal(cs.name) }) {
+			u.captures = append(u.captures, cs)
+		}
+	}
+	return &u
+}
