@@ -12,10 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/memgate/memgate/bench/sidecar"
-	"github.com/memgate/memgate/bench/sidecar/fakefleet"
 )
 
 var (
@@ -26,7 +24,6 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	fakefleet.MaybeRun() // this binary also plays the instances of a fleet
 	code := m.Run()
 	if binDir != "" {
 		os.RemoveAll(binDir)
@@ -174,51 +171,29 @@ func TestParseInstances(t *testing.T) {
 	}
 }
 
-// TestFleetModesRefuseASidecarWithoutStore: the real sidecar on this branch
-// has no --store; the fleet modes say so before starting anything.
+// TestFleetModesRefuseASidecarWithoutStore: a sidecar binary older than
+// --store (here a script whose --help lacks it) is refused by the fleet
+// modes before they start anything.
 func TestFleetModesRefuseASidecarWithoutStore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
+	old := filepath.Join(t.TempDir(), "sidecar")
+	if err := os.WriteFile(old, []byte("#!/bin/sh\necho 'USAGE\n  sidecar serve [--data-dir D]'\n"), 0o755); err != nil {
+		t.Fatal(err)
 	}
 	for _, cmd := range []string{"load", "crash"} {
-		_, _, err := runCmd(t, cmd, "-sidecar", sidecarBinary(t), "-store", "postgres://127.0.0.1:1/none", "-instances", "2")
+		_, _, err := runCmd(t, cmd, "-sidecar", old, "-store", "postgres://127.0.0.1:1/none", "-instances", "2")
 		if err == nil || !strings.Contains(err.Error(), "has no --store flag") {
 			t.Errorf("%s: err = %v, want the missing --store explained", cmd, err)
 		}
 	}
 }
 
-// fakeFleet makes this test binary a "sidecar" with --store that forwards
-// to one real sidecar (package fakefleet), and returns its path.
-func fakeFleet(t *testing.T) string {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "backend")
-	backend, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { backend.Stop(10 * time.Second) })
-	if err := fakefleet.WriteBackend(file, backend.Agent, backend.Admin); err != nil {
-		t.Fatal(err)
-	}
-	for _, kv := range fakefleet.Env(file) {
-		k, v, _ := strings.Cut(kv, "=")
-		t.Setenv(k, v)
-	}
-	return self
-}
-
 // TestFleetLoadOnACluster runs the fleet load end to end on a throwaway
-// PostgreSQL cluster: fresh databases, 1 and 2 instances (forwarders to
-// one real sidecar, since this branch's sidecar has no --store) against 1
-// and 2 bare PostgreSQL handlers, and the table by fleet size.
+// PostgreSQL cluster: fresh databases, 1 and 2 real sidecars on one
+// database against 1 and 2 bare PostgreSQL handlers, and the table by
+// fleet size.
 func TestFleetLoadOnACluster(t *testing.T) {
 	needPostgres(t)
-	bin := fakeFleet(t)
+	bin := sidecarBinary(t)
 	out, logs, err := runCmd(t, "load", "-sidecar", bin, "-pg-cluster", "-instances", "1,2", "-rate", "0", "-concurrency", "4",
 		"-duration", "500ms", "-warmup", "100ms", "-subjects", "4")
 	if err != nil {
@@ -262,12 +237,13 @@ func TestFleetLoadOnACluster(t *testing.T) {
 	}
 }
 
-// TestFleetCrashOnACluster runs the crash command's fleet mode with a
-// PostgreSQL restart between cycles (the instances forward to one real
-// sidecar, so the restart tests the tool's handling of it, not memgate's).
+// TestFleetCrashOnACluster runs the crash command's fleet mode: two real
+// sidecars on one database, both killed (-9) each cycle and PostgreSQL
+// restarted (immediate) after each: nothing acknowledged lost, one active
+// version per slot.
 func TestFleetCrashOnACluster(t *testing.T) {
 	needPostgres(t)
-	bin := fakeFleet(t)
+	bin := sidecarBinary(t)
 	out, logs, err := runCmd(t, "crash", "-sidecar", bin, "-pg-cluster", "-instances", "2", "-kill", "all", "-restart-db-every", "1",
 		"-cycles", "2", "-writers", "2", "-reviewers", "1", "-min-uptime", "300ms", "-max-uptime", "400ms", "-seed", "4")
 	if err != nil {
