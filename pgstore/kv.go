@@ -14,24 +14,33 @@ import (
 // Slack message that announced a parked write). A missing key is
 // store.ErrNotFound, as with the Badger store.
 func (s *Store) Get(ctx context.Context, namespace, key string) ([]byte, error) {
-	if s.closed.Load() {
-		return nil, errClosed()
-	}
-	// One statement, outside a transaction: one round trip.
 	var out []byte
-	err := s.pool.QueryRow(ctx, "SELECT value FROM memgate_kv WHERE namespace = $1 AND key = $2", namespace, key).Scan(&out)
-	switch {
-	case err == nil:
-		s.health.answered()
-		return out, nil
-	case errors.Is(err, pgx.ErrNoRows):
-		s.health.answered()
+	err := s.queryRow(ctx, "get", "get "+namespace+"/"+key, "SELECT value FROM memgate_kv WHERE namespace = $1 AND key = $2",
+		[]any{namespace, key}, &out)
+	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
+	}
+	return out, err
+}
+
+// queryRow runs a statement of one row outside a transaction (one round
+// trip) and scans it into dest. A database that does not answer is an
+// EUNAVAILABLE error naming op; no row is pgx.ErrNoRows; another error
+// names what.
+func (s *Store) queryRow(ctx context.Context, op, what, q string, args []any, dest ...any) error {
+	if s.closed.Load() {
+		return errClosed()
+	}
+	err := s.pool.QueryRow(ctx, q, args...).Scan(dest...)
+	switch {
+	case err == nil || errors.Is(err, pgx.ErrNoRows):
+		s.health.answered()
+		return err
 	case classify(err) == failUnavailable && ctx.Err() == nil:
 		s.health.failed(err)
-		return nil, unavailable("get", err)
+		return unavailable(op, err)
 	}
-	return nil, fmt.Errorf("pgstore: get %s/%s: %w", namespace, key, err)
+	return fmt.Errorf("pgstore: %s: %w", what, err)
 }
 
 // Put writes a small value, durably (it returns once committed).
@@ -81,4 +90,13 @@ func (s *Store) ScanNamespace(ctx context.Context, namespace string, newestFirst
 		return fmt.Errorf("pgstore: scan %s: %w", namespace, err)
 	}
 	return nil
+}
+
+// CountNamespace returns the number of keys of namespace, counted in the
+// database: no row is sent.
+func (s *Store) CountNamespace(ctx context.Context, namespace string) (int, error) {
+	var n int
+	err := s.queryRow(ctx, "count", "count "+namespace, "SELECT count(*) FROM memgate_kv WHERE namespace = $1",
+		[]any{namespace}, &n)
+	return n, err
 }

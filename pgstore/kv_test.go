@@ -13,7 +13,7 @@ import (
 // when newestFirst) with their values, only that namespace's, across more
 // rows than one page (pgstore reads 256 at a time), until fn stops; and
 // all pages read one snapshot, so a key written during the scan is not
-// seen.
+// seen. CountNamespace counts a namespace's keys.
 func TestScanNamespace(t *testing.T) {
 	ctx := context.Background()
 	st := open(t, pgtest.New(t))
@@ -96,6 +96,14 @@ func TestScanNamespace(t *testing.T) {
 		}
 		if !slices.Contains(again, late) {
 			t.Fatalf("the next scan does not see %q", late)
+		}
+	})
+
+	t.Run("count", func(t *testing.T) {
+		for ns, want := range map[string]int{ns: len(keys) + 1 /* the late key */, "events2": 1, "none": 0} {
+			if n, err := st.CountNamespace(ctx, ns); err != nil || n != want {
+				t.Errorf("CountNamespace(%q) = %d, %v; want %d", ns, n, err, want)
+			}
 		}
 	})
 

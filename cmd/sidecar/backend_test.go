@@ -79,6 +79,16 @@ func (f *fakeShared) Put(ctx context.Context, ns, k string, v []byte) error {
 	return nil
 }
 
+// CountNamespace is pgstore's: how many keys a namespace holds.
+func (f *fakeShared) CountNamespace(_ context.Context, ns string) (int, error) {
+	if err := f.gone(); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.kv[ns]), nil
+}
+
 // ScanNamespace is pgstore's: a namespace's keys in byte order (Mem0's
 // event log lists through it).
 func (f *fakeShared) ScanNamespace(_ context.Context, ns string, newestFirst bool, fn func(string, []byte) bool) error {

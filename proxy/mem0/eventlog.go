@@ -65,12 +65,14 @@ type EventDB interface {
 
 // EventKV is the KV area of a store other than Badger (*pgstore.Store):
 // Get and Put with store.Store's semantics (Put durable on return, a
-// missing key store.ErrNotFound), and a scan of one namespace in byte
-// order of its keys, newestFirst descending, until fn returns false.
+// missing key store.ErrNotFound), a scan of one namespace in byte order
+// of its keys, newestFirst descending, until fn returns false, and the
+// number of keys of a namespace.
 type EventKV interface {
 	Get(ctx context.Context, namespace, key string) ([]byte, error)
 	Put(ctx context.Context, namespace, key string, value []byte) error
 	ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error
+	CountNamespace(ctx context.Context, namespace string) (int, error)
 }
 
 // eventPrefix is the key prefix of events in Badger; the store's own
@@ -176,35 +178,54 @@ func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, 
 	total := 0
 	tenant := memory.TenantOf(ctx)
 	// Without a tenant every event counts, and only those returned are
-	// decoded; a tenant's must be decoded to be told apart.
-	err := l.scan(ctx, tenant.Bound(), func(decode func(*Event) error) error {
+	// decoded; a tenant's must be decoded to be told apart. A KV store
+	// then counts its rows in the database and the scan stops after the
+	// page, so a large log is not read for a page near its start (Badger
+	// iterates keys without values, which is cheap).
+	counted := -1
+	if l.kv != nil && !tenant.Bound() {
+		n, err := l.kv.CountNamespace(ctx, eventNamespace)
+		if err != nil {
+			return nil, 0, fmt.Errorf("mem0 events: count: %w", err)
+		}
+		counted = n
+	}
+	err := l.scan(ctx, tenant.Bound(), func(decode func(*Event) error) (bool, error) {
 		var ev *Event
 		if tenant.Bound() || (total >= offset && len(out) < limit) {
 			ev = new(Event)
 			if err := decode(ev); err != nil {
-				return err
+				return false, err
 			}
 			if !tenant.Sees(ev.Tenant) {
-				return nil
+				return true, nil
 			}
 		}
 		total++
-		if total <= offset || len(out) >= limit {
-			return nil // counted, not returned
+		switch {
+		case total <= offset:
+			return true, nil // counted, not returned
+		case len(out) >= limit:
+			return counted < 0, nil // the page is full: go on only to count
 		}
 		out = append(out, ev)
-		return nil
+		return true, nil
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("mem0 events: list: %w", err)
+	}
+	if counted >= 0 {
+		// Counted before the scan: an event added in between may be on
+		// the page but not in the count.
+		total = max(counted, total)
 	}
 	return out, total, nil
 }
 
 // scan calls fn with every event, newest first, as a function that
-// decodes it; values says whether most will be (Badger then reads values
-// ahead). It stops at fn's first error.
-func (l *EventLog) scan(ctx context.Context, values bool, fn func(decode func(*Event) error) error) error {
+// decodes it, until fn returns false or an error; values says whether
+// most will be decoded (Badger then reads values ahead).
+func (l *EventLog) scan(ctx context.Context, values bool, fn func(decode func(*Event) error) (bool, error)) error {
 	if l.db != nil {
 		return l.db.DB().View(func(txn *badger.Txn) error {
 			opts := badger.DefaultIteratorOptions
@@ -213,13 +234,13 @@ func (l *EventLog) scan(ctx context.Context, values bool, fn func(decode func(*E
 			defer it.Close()
 			for it.Seek([]byte(eventPrefix + "\xff")); it.Valid(); it.Next() {
 				item := it.Item()
-				err := fn(func(ev *Event) error {
+				more, err := fn(func(ev *Event) error {
 					if err := item.Value(func(b []byte) error { return json.Unmarshal(b, ev) }); err != nil {
 						return fmt.Errorf("decode %s: %w", item.Key(), err)
 					}
 					return nil
 				})
-				if err != nil {
+				if err != nil || !more {
 					return err
 				}
 			}
@@ -228,13 +249,14 @@ func (l *EventLog) scan(ctx context.Context, values bool, fn func(decode func(*E
 	}
 	var ferr error
 	err := l.kv.ScanNamespace(ctx, eventNamespace, true, func(id string, b []byte) bool {
-		ferr = fn(func(ev *Event) error {
+		var more bool
+		more, ferr = fn(func(ev *Event) error {
 			if err := json.Unmarshal(b, ev); err != nil {
 				return fmt.Errorf("decode %s: %w", id, err)
 			}
 			return nil
 		})
-		return ferr == nil
+		return more && ferr == nil
 	})
 	if ferr != nil {
 		return ferr

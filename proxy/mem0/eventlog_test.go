@@ -24,12 +24,12 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 type backing struct {
 	name string
 	// db returns a fresh database URL, or "" for Badger in a temp dir.
-	db func(t *testing.T) string
+	db func(t testing.TB) string
 }
 
 var backings = []backing{
-	{"badger", func(*testing.T) string { return "" }},
-	{"postgres", func(t *testing.T) string { return pgtest.New(t) }},
+	{"badger", func(testing.TB) string { return "" }},
+	{"postgres", func(t testing.TB) string { return pgtest.New(t) }},
 }
 
 func onEachBacking(t *testing.T, fn func(t *testing.T, on backing)) {
@@ -65,7 +65,7 @@ func (e *env) openPostgres(o *Options) {
 
 // openLog opens an event log on the backing's store, closed when the
 // test ends.
-func openLog(t *testing.T, on backing) *EventLog {
+func openLog(t testing.TB, on backing) *EventLog {
 	t.Helper()
 	if url := on.db(t); url != "" {
 		pg, err := pgstore.Open(context.Background(), pgstore.Options{URL: url})
@@ -125,6 +125,7 @@ func TestEventLogListsAndGetsByTenant(t *testing.T) {
 			{memory.Tenant{UserID: "alice", AgentID: "bot"}, 10, 200},
 			{memory.Tenant{UserID: "carol"}, 0, 10},
 			{memory.Tenant{UserID: "bob"}, 1000, 10}, // past the end
+			{memory.Tenant{}, 1000, 10},
 		} {
 			want := seen(tt.tenant)
 			total := len(want)
@@ -284,4 +285,37 @@ func TestEventsOfOneTenantOnly(t *testing.T) {
 			}
 		}
 	})
+}
+
+// BenchmarkEventLogList lists the newest page of a log of n events, as
+// GET /v1/events does, unbound and as one of several tenants, on each
+// backing: List reads the whole log for its total, so its cost grows
+// with n on both; compare the backings and the sizes within one run.
+func BenchmarkEventLogList(b *testing.B) {
+	for _, n := range []int{1000, 4000} {
+		for _, on := range backings {
+			b.Run(fmt.Sprintf("%s/events=%d", on.name, n), func(b *testing.B) {
+				l := openLog(b, on)
+				ctx := context.Background()
+				newID := memory.NewULIDSource()
+				for i := range n {
+					ev := &Event{ID: newID(), Type: eventAdd, Tenant: memory.Tenant{UserID: fmt.Sprintf("user%d", i%4)},
+						Writes: []EventWrite{{RecordID: newID(), Outcome: memory.OutcomeApplied}}}
+					if err := l.Put(ctx, ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for _, caller := range []memory.Tenant{{}, {UserID: "user1"}} {
+					b.Run("tenant="+caller.UserID, func(b *testing.B) {
+						ctx := memory.WithTenant(ctx, caller)
+						for b.Loop() {
+							if evs, _, err := l.List(ctx, 0, 20); err != nil || len(evs) != 20 {
+								b.Fatalf("%d events, %v", len(evs), err)
+							}
+						}
+					})
+				}
+			})
+		}
+	}
 }
