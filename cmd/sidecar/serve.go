@@ -315,7 +315,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	} else if kv, ok := b.Store.(mem0.EventKV); ok {
 		events = mem0.NewKVEventLog(kv)
 	} else {
-		return fmt.Errorf("the store %s cannot keep Mem0's event log: it has no namespace scan (%T)", b.Where, b.Store)
+		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (mem0.EventKV)", b.Where, b.Store)
 	}
 	m0 := mem0.New(mem0.Options{Gov: gov, Events: events, Search: index, Logger: log,
 		Keys: keys, Extractor: extractor})
