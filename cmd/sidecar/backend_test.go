@@ -7,8 +7,10 @@ import (
 	"flag"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +28,9 @@ import (
 type fakeShared struct {
 	st   *store.Store
 	down atomic.Bool
+	// kv mirrors what Put wrote, by namespace, for ScanNamespace.
+	mu sync.Mutex
+	kv map[string]map[string][]byte
 }
 
 var _ sharedStore = (*fakeShared)(nil)
@@ -62,7 +67,50 @@ func (f *fakeShared) Put(ctx context.Context, ns, k string, v []byte) error {
 	if err := f.gone(); err != nil {
 		return err
 	}
-	return f.st.Put(ctx, ns, k, v)
+	if err := f.st.Put(ctx, ns, k, v); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.kv[ns] == nil {
+		f.kv[ns] = map[string][]byte{}
+	}
+	f.kv[ns][k] = slices.Clone(v)
+	return nil
+}
+
+// CountNamespace is pgstore's: how many keys a namespace holds.
+func (f *fakeShared) CountNamespace(_ context.Context, ns string) (int, error) {
+	if err := f.gone(); err != nil {
+		return 0, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.kv[ns]), nil
+}
+
+// ScanNamespace is pgstore's: a namespace's keys in byte order (Mem0's
+// event log lists through it).
+func (f *fakeShared) ScanNamespace(_ context.Context, ns string, newestFirst bool, fn func(string, []byte) bool) error {
+	if err := f.gone(); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	keys := slices.Sorted(maps.Keys(f.kv[ns]))
+	vals := make([][]byte, len(keys))
+	for i, k := range keys {
+		vals[i] = f.kv[ns][k]
+	}
+	f.mu.Unlock()
+	for i := range keys {
+		if newestFirst {
+			i = len(keys) - 1 - i
+		}
+		if !fn(keys[i], vals[i]) {
+			return nil
+		}
+	}
+	return nil
 }
 
 func (f *fakeShared) Writable() error { return f.gone() }
@@ -74,7 +122,7 @@ func newFakeShared(t *testing.T) *fakeShared {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fakeShared{st: st}
+	return &fakeShared{st: st, kv: map[string]map[string][]byte{}}
 }
 
 // TestOpenBackendByStoreURL: --store picks the store by its URL's scheme,
@@ -226,6 +274,20 @@ func TestServeOnASharedStore(t *testing.T) {
 	code, body := call("POST", agent+"/v2/memories/search/", `{"query":"dark mode editor","filters":{"user_id":"alice"}}`)
 	if code != http.StatusOK || !strings.Contains(body, "dark mode") {
 		t.Fatalf("Mem0 search: %d %s", code, body)
+	}
+	// Mem0's event log is the store's: an add's event is polled and listed.
+	code, body = call("POST", agent+"/v3/memories/add/", `{"messages":[{"role":"user","content":"alice keeps two cats"}],"user_id":"alice","infer":false}`)
+	var added struct {
+		EventID string `json:"event_id"`
+	}
+	if err := json.Unmarshal([]byte(body), &added); err != nil || code != http.StatusOK || added.EventID == "" {
+		t.Fatalf("Mem0 add: %d %s", code, body)
+	}
+	if code, body := call("GET", agent+"/v1/event/"+added.EventID+"/", ""); code != http.StatusOK || !strings.Contains(body, added.EventID) {
+		t.Fatalf("Mem0 event: %d %s", code, body)
+	}
+	if code, body := call("GET", agent+"/v1/events/", ""); code != http.StatusOK || !strings.Contains(body, added.EventID) {
+		t.Fatalf("Mem0 events: %d %s", code, body)
 	}
 	if code, body := call("GET", admin+"/readyz", ""); code != http.StatusOK {
 		t.Fatalf("/readyz with the database up: %d %s", code, body)

@@ -307,9 +307,15 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		}
 		extractor = ex
 	}
-	var events *mem0.EventLog // Mem0's event log lives in Badger for now
+	// Mem0's event log: on Badger in the layout earlier releases wrote;
+	// on a shared store in its KV area, so every instance sees each event.
+	var events *mem0.EventLog
 	if b.Badger != nil {
 		events = mem0.NewEventLog(b.Badger)
+	} else if kv, ok := b.Store.(mem0.EventKV); ok {
+		events = mem0.NewKVEventLog(kv)
+	} else {
+		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (mem0.EventKV)", b.Where, b.Store)
 	}
 	m0 := mem0.New(mem0.Options{Gov: gov, Events: events, Search: index, Logger: log,
 		Keys: keys, Extractor: extractor})

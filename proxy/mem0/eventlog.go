@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/store"
 )
 
 // Event is what one Mem0 write (add, update, delete) produced. Its status
@@ -33,15 +36,25 @@ type EventWrite struct {
 	Outcome  memory.Outcome `json:"outcome"`
 }
 
-// EventLog keeps Mem0 events in the Badger database beside the records,
-// under a key prefix of its own, one small JSON value each. Event ids are
-// ULIDs, so iterating the prefix backwards lists the newest first. It
-// writes through the store (PutKey), so an event is durable before Put
-// returns in every durable mode, group commit included: the add that
-// answers with its event id is acknowledged only after that.
-type EventLog struct{ db EventDB }
+// EventLog keeps Mem0 events beside the records, one small JSON value
+// each, keyed by the event id. Event ids are ULIDs, so listing keys in
+// reverse byte order lists the newest first. Every write is durable before
+// Put returns (group commit included): the add that answers with its
+// event id is acknowledged only after that.
+//
+// On the embedded Badger store (NewEventLog) events keep the layout they
+// always had, keys under a prefix of their own, so a deployment reads its
+// old events after an upgrade. On any other store (NewKVEventLog) they are
+// kept in its KV area, in a namespace of their own: on a shared database
+// every instance sees every event, whichever answered the write.
+type EventLog struct {
+	// Exactly one is set. db is also what New searches when given no
+	// index (handler.go).
+	db EventDB
+	kv EventKV
+}
 
-// EventDB is the database the log lives in: a *store.Store.
+// EventDB is the Badger database the log lives in: a *store.Store.
 type EventDB interface {
 	// DB is the Badger database, read directly.
 	DB() *badger.DB
@@ -50,12 +63,36 @@ type EventDB interface {
 	PutKey(ctx context.Context, k, v []byte) error
 }
 
-// eventPrefix is the key prefix of events; the store's own prefixes
-// (r/, s/, kv/, ...) never start with it.
+// EventKV is the KV area of a store other than Badger (*pgstore.Store):
+// Get and Put with store.Store's semantics (Put durable on return, a
+// missing key store.ErrNotFound), a scan of one namespace in byte order
+// of its keys, newestFirst descending, until fn returns false, and the
+// number of keys of a namespace.
+type EventKV interface {
+	Get(ctx context.Context, namespace, key string) ([]byte, error)
+	Put(ctx context.Context, namespace, key string, value []byte) error
+	ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error
+	CountNamespace(ctx context.Context, namespace string) (int, error)
+}
+
+// eventPrefix is the key prefix of events in Badger; the store's own
+// prefixes (r/, s/, kv/, ...) never start with it.
 const eventPrefix = "mem0/ev/"
 
-// NewEventLog returns the event log kept in db.
+// eventNamespace is the KV namespace of events on other stores.
+const eventNamespace = "mem0-events"
+
+// NewEventLog returns the event log kept in the Badger database db.
 func NewEventLog(db EventDB) *EventLog { return &EventLog{db: db} }
+
+// NewKVEventLog returns the event log kept in the KV area of kv.
+func NewKVEventLog(kv EventKV) *EventLog { return &EventLog{kv: kv} }
+
+// errNoEvent answers an id that names no event the caller may see; a
+// fresh error each time, as callers may annotate it.
+func errNoEvent() error {
+	return memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it.")
+}
 
 // Put stores an event, durably.
 func (l *EventLog) Put(ctx context.Context, ev *Event) error {
@@ -69,7 +106,12 @@ func (l *EventLog) Put(ctx context.Context, ev *Event) error {
 	if err != nil {
 		return fmt.Errorf("mem0 events: encode %s: %w", ev.ID, err)
 	}
-	if err := l.db.PutKey(ctx, []byte(eventPrefix+ev.ID), b); err != nil {
+	if l.db != nil {
+		err = l.db.PutKey(ctx, []byte(eventPrefix+ev.ID), b)
+	} else {
+		err = l.kv.Put(ctx, eventNamespace, ev.ID, b)
+	}
+	if err != nil {
 		return fmt.Errorf("mem0 events: put %s: %w", ev.ID, err)
 	}
 	return nil
@@ -81,28 +123,49 @@ func (l *EventLog) Get(ctx context.Context, id string) (*Event, error) {
 		return nil, err
 	}
 	var ev Event
-	err := l.db.DB().View(func(txn *badger.Txn) error {
-		item, err := txn.Get([]byte(eventPrefix + id))
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it.")
-		} else if err != nil {
-			return err
-		}
-		if err := item.Value(func(b []byte) error { return json.Unmarshal(b, &ev) }); err != nil {
-			return err
-		}
-		if !memory.TenantOf(ctx).Sees(ev.Tenant) {
-			return memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it.")
-		}
-		return nil
-	})
+	err := l.read(ctx, id, func(b []byte) error { return json.Unmarshal(b, &ev) })
 	if err != nil {
 		if memory.ErrorCode(err) == memory.ENOTFOUND {
 			return nil, err
 		}
 		return nil, fmt.Errorf("mem0 events: get %s: %w", id, err)
 	}
+	if !memory.TenantOf(ctx).Sees(ev.Tenant) {
+		return nil, errNoEvent()
+	}
 	return &ev, nil
+}
+
+// read calls decode with the stored value of event id; a missing one is
+// errNoEvent.
+func (l *EventLog) read(ctx context.Context, id string, decode func([]byte) error) error {
+	if l.db != nil {
+		return l.db.DB().View(func(txn *badger.Txn) error {
+			item, err := txn.Get([]byte(eventPrefix + id))
+			if errors.Is(err, badger.ErrKeyNotFound) {
+				return errNoEvent()
+			} else if err != nil {
+				return err
+			}
+			return item.Value(decode)
+		})
+	}
+	if !storableID(id) {
+		return errNoEvent() // no event was stored under it: the database would refuse the key
+	}
+	b, err := l.kv.Get(ctx, eventNamespace, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNoEvent()
+	} else if err != nil {
+		return err
+	}
+	return decode(b)
+}
+
+// storableID reports whether id can be a key of a text column: valid
+// UTF-8 without NUL. Ids from a request path may be neither.
+func storableID(id string) bool {
+	return utf8.ValidString(id) && !strings.ContainsRune(id, 0)
 }
 
 // List returns up to limit events after skipping offset, newest first,
@@ -113,35 +176,90 @@ func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, 
 	}
 	out := []*Event{}
 	total := 0
-	err := l.db.DB().View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		tenant := memory.TenantOf(ctx)
-		// Without a tenant every event counts, and only those returned are
-		// read; a tenant's must be read to be told apart.
-		opts.Reverse, opts.Prefix, opts.PrefetchValues = true, []byte(eventPrefix), tenant.Bound()
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Seek([]byte(eventPrefix + "\xff")); it.Valid(); it.Next() {
-			var ev *Event
-			if tenant.Bound() || (total >= offset && len(out) < limit) {
-				ev = new(Event)
-				if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, ev) }); err != nil {
-					return fmt.Errorf("decode %s: %w", it.Item().Key(), err)
-				}
-				if !tenant.Sees(ev.Tenant) {
-					continue
-				}
-			}
-			total++
-			if total <= offset || len(out) >= limit {
-				continue // counted, not returned
-			}
-			out = append(out, ev)
+	tenant := memory.TenantOf(ctx)
+	// Without a tenant every event counts, and only those returned are
+	// decoded; a tenant's must be decoded to be told apart. A KV store
+	// then counts its rows in the database and the scan stops after the
+	// page, so a large log is not read for a page near its start (Badger
+	// iterates keys without values, which is cheap).
+	counted := -1
+	if l.kv != nil && !tenant.Bound() {
+		n, err := l.kv.CountNamespace(ctx, eventNamespace)
+		if err != nil {
+			return nil, 0, fmt.Errorf("mem0 events: count: %w", err)
 		}
-		return nil
+		counted = n
+	}
+	err := l.scan(ctx, tenant.Bound(), func(decode func(*Event) error) (bool, error) {
+		var ev *Event
+		if tenant.Bound() || (total >= offset && len(out) < limit) {
+			ev = new(Event)
+			if err := decode(ev); err != nil {
+				return false, err
+			}
+			if !tenant.Sees(ev.Tenant) {
+				return true, nil
+			}
+		}
+		total++
+		switch {
+		case total <= offset:
+			return true, nil // counted, not returned
+		case len(out) >= limit:
+			return counted < 0, nil // the page is full: go on only to count
+		}
+		out = append(out, ev)
+		return true, nil
 	})
 	if err != nil {
 		return nil, 0, fmt.Errorf("mem0 events: list: %w", err)
 	}
+	if counted >= 0 {
+		// Counted before the scan: an event added in between may be on
+		// the page but not in the count.
+		total = max(counted, total)
+	}
 	return out, total, nil
+}
+
+// scan calls fn with every event, newest first, as a function that
+// decodes it, until fn returns false or an error; values says whether
+// most will be decoded (Badger then reads values ahead).
+func (l *EventLog) scan(ctx context.Context, values bool, fn func(decode func(*Event) error) (bool, error)) error {
+	if l.db != nil {
+		return l.db.DB().View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Reverse, opts.Prefix, opts.PrefetchValues = true, []byte(eventPrefix), values
+			it := txn.NewIterator(opts)
+			defer it.Close()
+			for it.Seek([]byte(eventPrefix + "\xff")); it.Valid(); it.Next() {
+				item := it.Item()
+				more, err := fn(func(ev *Event) error {
+					if err := item.Value(func(b []byte) error { return json.Unmarshal(b, ev) }); err != nil {
+						return fmt.Errorf("decode %s: %w", item.Key(), err)
+					}
+					return nil
+				})
+				if err != nil || !more {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	var ferr error
+	err := l.kv.ScanNamespace(ctx, eventNamespace, true, func(id string, b []byte) bool {
+		var more bool
+		more, ferr = fn(func(ev *Event) error {
+			if err := json.Unmarshal(b, ev); err != nil {
+				return fmt.Errorf("decode %s: %w", id, err)
+			}
+			return nil
+		})
+		return more && ferr == nil
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/memgate/memgate/proxy"
 )
 
-func TestParkedEventSucceedsOnApproval(t *testing.T) {
-	e := newEnv(t)
+func TestParkedEventSucceedsOnApproval(t *testing.T) { onEachBacking(t, parkedEventSucceedsOnApproval) }
+
+func parkedEventSucceedsOnApproval(t *testing.T, on backing) {
+	e := newEnvOn(t, on)
 	ans := e.add("Never auto-publish posts for project alpha")
 	evID := ans["event_id"].(string)
 	ev := e.call("GET", "/v1/event/"+evID+"/", nil, http.StatusOK).obj()
@@ -36,8 +38,10 @@ func TestParkedEventSucceedsOnApproval(t *testing.T) {
 	}
 }
 
-func TestParkedEventFailsOnRejection(t *testing.T) {
-	e := newEnv(t)
+func TestParkedEventFailsOnRejection(t *testing.T) { onEachBacking(t, parkedEventFailsOnRejection) }
+
+func parkedEventFailsOnRejection(t *testing.T, on backing) {
+	e := newEnvOn(t, on)
 	evID := e.add("Never auto-publish anything")["event_id"].(string)
 	q := e.pending()
 	if _, err := e.gov.Reject(context.Background(), q[0].Record.ID, memory.Review{By: "carol", Note: "too broad"}); err != nil {
@@ -50,7 +54,11 @@ func TestParkedEventFailsOnRejection(t *testing.T) {
 }
 
 func TestEventOfAnAppliedWriteAndItsRollback(t *testing.T) {
-	e := newEnv(t)
+	onEachBacking(t, eventOfAnAppliedWriteAndItsRollback)
+}
+
+func eventOfAnAppliedWriteAndItsRollback(t *testing.T, on backing) {
+	e := newEnvOn(t, on)
 	ans := e.add("I am learning Portuguese")
 	evID := ans["event_id"].(string)
 	recID := ans["results"].([]any)[0].(map[string]any)["record_id"].(string)
@@ -68,7 +76,11 @@ func TestEventOfAnAppliedWriteAndItsRollback(t *testing.T) {
 }
 
 func TestEventsListNewestFirstAndSurviveRestart(t *testing.T) {
-	e := newEnv(t)
+	onEachBacking(t, eventsListNewestFirstAndSurviveRestart)
+}
+
+func eventsListNewestFirstAndSurviveRestart(t *testing.T, on backing) {
+	e := newEnvOn(t, on)
 	var ids []string
 	for _, s := range []string{"one fact", "two facts", "Never auto-publish three"} {
 		ids = append(ids, e.add(s)["event_id"].(string))
@@ -91,7 +103,11 @@ func TestEventsListNewestFirstAndSurviveRestart(t *testing.T) {
 }
 
 func TestEventOfADeleteNamesTheDeletedText(t *testing.T) {
-	e := newEnv(t)
+	onEachBacking(t, eventOfADeleteNamesTheDeletedText)
+}
+
+func eventOfADeleteNamesTheDeletedText(t *testing.T, on backing) {
+	e := newEnvOn(t, on)
 	id := e.addApplied("I have a dog")
 	evID := e.call("DELETE", "/v1/memories/"+id+"/", nil, http.StatusOK).obj()["event_id"].(string)
 	ev := e.call("GET", "/v1/event/"+evID+"/", nil, http.StatusOK).obj()

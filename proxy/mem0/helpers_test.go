@@ -75,12 +75,17 @@ type env struct {
 	t     *testing.T
 	cls   memory.Classifier
 	dir   string
-	st    *store.Store
+	st    *store.Store // nil on PostgreSQL
 	gov   *memory.Governor
 	h     *Handler
 	srv   *httptest.Server
 	opts  Options
 	clock *clock
+
+	// pg is the database URL the env runs on (startEnv); empty: Badger
+	// in dir. closeStore closes whichever store is open.
+	pg         string
+	closeStore func() error
 }
 
 // newEnv opens a store in a temp dir and serves a Handler over it on
@@ -93,14 +98,21 @@ func newEnv(t *testing.T, with ...func(*Options)) *env {
 // newPolicyEnv is newEnv deciding with cls.
 func newPolicyEnv(t *testing.T, cls memory.Classifier, with ...func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, cls: cls, dir: t.TempDir(), clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
+	return startEnv(t, cls, "", with...)
+}
+
+// startEnv serves a Handler over Badger in a temp dir, or over the
+// PostgreSQL database pg if not empty.
+func startEnv(t *testing.T, cls memory.Classifier, pg string, with ...func(*Options)) *env {
+	t.Helper()
+	e := &env{t: t, cls: cls, dir: t.TempDir(), pg: pg, clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
 	for _, w := range with {
 		w(&e.opts)
 	}
 	e.open()
 	t.Cleanup(func() {
 		e.srv.Close()
-		if err := e.st.Close(); err != nil {
+		if err := e.closeStore(); err != nil {
 			t.Errorf("closing the store: %v", err)
 		}
 	})
@@ -109,15 +121,20 @@ func newPolicyEnv(t *testing.T, cls memory.Classifier, with ...func(*Options)) *
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir, GroupCommit: true}) // as the binary runs
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.st = st
-	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now})
 	o := e.opts
-	o.Gov, o.Events, o.Now = e.gov, NewEventLog(st), e.clock.Now
-	o.Search = search.New(st, search.Options{}) // as the binary wires it: parts kept in memory
+	if e.pg != "" {
+		e.openPostgres(&o)
+	} else {
+		st, err := store.Open(store.Options{Dir: e.dir, GroupCommit: true}) // as the binary runs
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.st, e.closeStore = st, st.Close
+		e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now})
+		o.Events = NewEventLog(st)
+		o.Search = search.New(st, search.Options{}) // as the binary wires it: parts kept in memory
+	}
+	o.Gov, o.Now = e.gov, e.clock.Now
 	e.h = New(o)
 	mux := http.NewServeMux()
 	e.h.Register(mux)
@@ -129,7 +146,7 @@ func (e *env) open() {
 func (e *env) restart() {
 	e.t.Helper()
 	e.srv.Close()
-	if err := e.st.Close(); err != nil {
+	if err := e.closeStore(); err != nil {
 		e.t.Fatal(err)
 	}
 	e.open()
