@@ -36,8 +36,10 @@ import (
 // the header, so Export reads its transaction once.
 //
 // Not in the stream: embeddings (recomputed from the records by the
-// embedder when --embed-url is set) and the Mem0 event log (the status of
-// past Mem0 add calls; the records and audit events they produced are).
+// embedder when --embed-url is set) and Badger's Mem0 event log (the
+// status of past Mem0 add calls; the records and audit events they
+// produced are). A store that keeps that log in its kv area (PostgreSQL)
+// exports it as kv entries.
 
 // Format names the stream in its header.
 const Format = "memgate-snapshot"
