@@ -91,18 +91,19 @@ func (g *groupCommit) wait() error {
 //     nothing; the argument below covers it anyway.
 //
 // A rotation creates a file in the directory: the new log. So after DB.Sync
-// the syncer lists the directory, and when the names differ from the last
-// sync's it syncs the whole filesystem (syncfs), which covers the rotated
-// logs whatever their names, and the new files' directory entries, which
-// Badger syncs in neither mode. If a commit's log was rotated before the
-// sync that acknowledges it read the current log, the new log was created
-// after the commit and before that sync's listing: either that listing is
-// the first to show it, and this sync is full, or an earlier sync's listing
-// showed it first, was full, and started its syncfs after the rotation and
-// so after the commit (if that syncfs failed, every wait fails, see
-// groupCommit). Badger never reuses a file's name, so a new log always
-// changes the listing. Table files appear and disappear with flushes and
-// compactions too, which costs an extra syncfs now and then, not a miss.
+// the syncer lists the directory, and when a name appeared since the last
+// sync's listing it syncs the whole filesystem (syncfs), which covers the
+// rotated logs whatever their names, and the new files' directory entries,
+// which Badger syncs in neither mode. If a commit's log was rotated before
+// the sync that acknowledges it read the current log, the new log was
+// created after the commit and before that sync's listing: either that
+// listing is the first to show it, and this sync is full, or an earlier
+// sync's listing showed it first, was full, and started its syncfs after
+// the rotation and so after the commit (if that syncfs failed, every wait
+// fails, see groupCommit). Badger never reuses a file's name, so a new log
+// is a name no listing showed before. Table files appear with flushes and
+// compactions too, which costs an extra syncfs now and then, not a miss; a
+// file that goes away needs nothing.
 //
 // The first sync is full: the logs an unclean shutdown left may be
 // replayed from dirty pages nothing has synced yet.
@@ -140,11 +141,15 @@ func (s *logSyncer) sync() error {
 		return fmt.Errorf("group commit: list %s: %w", s.dir.Name(), err)
 	}
 	slices.Sort(names)
-	if s.names != nil && slices.Equal(names, s.names) {
-		return nil
-	}
-	if err := s.full(); err != nil {
-		return fmt.Errorf("group commit: sync %s: %w", s.dir.Name(), err)
+	appeared := s.names == nil || slices.ContainsFunc(names, func(n string) bool {
+		_, found := slices.BinarySearch(s.names, n)
+		return !found
+	})
+	s.names = nil // until this sync succeeds, the next one is full
+	if appeared {
+		if err := s.full(); err != nil {
+			return fmt.Errorf("group commit: sync %s: %w", s.dir.Name(), err)
+		}
 	}
 	s.names = names
 	return nil
