@@ -97,22 +97,30 @@ func TestGroupCommitReportsAFailedSync(t *testing.T) {
 	}
 }
 
-// TestLogSyncerSyncsEverythingWhenAFileAppears: a sync is DB.Sync alone
-// unless a name appeared in the directory since the last sync (a log
-// rotated: Badger created the new one), when it syncs the whole
-// filesystem, as it does on the first sync.
-func TestLogSyncerSyncsEverythingWhenAFileAppears(t *testing.T) {
+// openLogSyncer opens a Badger database in a new directory without
+// SyncWrites and a syncer for it.
+func openLogSyncer(t *testing.T) (*logSyncer, string) {
+	t.Helper()
 	dir := t.TempDir()
 	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	s, err := newLogSyncer(db, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.close()
+	t.Cleanup(func() { s.close() })
+	return s, dir
+}
+
+// TestLogSyncerSyncsEverythingWhenAFileAppears: a sync is DB.Sync alone
+// unless a name appeared in the directory since the last sync (a log
+// rotated: Badger created the new one), when it syncs the whole
+// filesystem, as it does on the first sync.
+func TestLogSyncerSyncsEverythingWhenAFileAppears(t *testing.T) {
+	s, dir := openLogSyncer(t)
 	var full int
 	s.full = func() error { full++; return nil }
 	touch := func(name string) func() {
@@ -148,17 +156,7 @@ func TestLogSyncerSyncsEverythingWhenAFileAppears(t *testing.T) {
 // A failed full sync is retried by the next sync, which may follow a
 // rotation the failed one saw.
 func TestLogSyncerRetriesAFailedFullSync(t *testing.T) {
-	dir := t.TempDir()
-	db, err := badger.Open(badger.DefaultOptions(dir).WithLogger(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s, err := newLogSyncer(db, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.close()
+	s, _ := openLogSyncer(t)
 	fail := errors.New("disk on fire")
 	s.full = func() error { return fail }
 	if err := s.sync(); !errors.Is(err, fail) {
