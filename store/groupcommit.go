@@ -112,12 +112,14 @@ func (g *groupCommit) wait() error {
 // log before the commit returns, and a little more (the directory). A
 // syncfs also flushes other files' dirty data on the same filesystem,
 // which a rotation then waits for; DB.Sync, the common case, does not.
+// DB.Sync syncs the value log even when nothing reached it, a second cache
+// flush per sync: no public call syncs the memtable's log alone.
 type logSyncer struct {
 	db  *badger.DB
 	dir *os.File // open for the store's life: syncfs reports write-back errors since it was opened
 	// full syncs the filesystem holding dir (a field so tests can count).
 	full  func() error
-	names []string // the directory's entries at the last sync; nil before the first
+	names []string // the directory's entries at the last sync; nil before the first and after a failed one
 }
 
 func newLogSyncer(db *badger.DB, dir string) (*logSyncer, error) {
