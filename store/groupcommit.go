@@ -1,14 +1,13 @@
 package store
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"slices"
 	"sync"
-	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
 )
 
 // groupCommit makes commits durable in groups. With Badger's SyncWrites
@@ -22,14 +21,20 @@ import (
 // A commit is visible to readers before it is durable (before its writer
 // hears back). A transaction that reads it commits after it, into the same
 // log, so the sync that acknowledges the reader covers the write it read.
+//
+// A failed sync fails every wait from then on, not only the waiters whose
+// sync it was: a commit written before the failed sync may have had its
+// pages written back (and lost) by it although its own waiter is waiting
+// for a later sync, and after a failed fsync the kernel may have marked
+// those pages clean, so a later sync would succeed without them. What is
+// on disk is known again only after a reopen replays the logs.
 type groupCommit struct {
 	flush func() error
 
 	mu                sync.Mutex
 	cond              *sync.Cond
 	started, finished uint64 // sync generations
-	failed            uint64 // the last generation whose sync failed
-	err               error
+	err               error  // the first failed sync's; sticky
 }
 
 func newGroupCommit(flush func() error) *groupCommit {
@@ -45,7 +50,7 @@ func (g *groupCommit) wait() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	need := g.started + 1 // a sync running now may have started before our commit
-	for g.finished < need {
+	for g.finished < need && g.err == nil {
 		if g.started > g.finished {
 			g.cond.Wait()
 			continue
@@ -56,142 +61,109 @@ func (g *groupCommit) wait() error {
 		err := g.flush()
 		g.mu.Lock()
 		g.finished = gen
-		if err != nil {
-			g.failed, g.err = gen, err
+		if err != nil && g.err == nil {
+			g.err = err
 		}
 		g.cond.Broadcast()
 	}
-	if g.failed >= need {
-		// A later sync may have succeeded, but after a failed fsync the
-		// kernel may have dropped the dirty pages: the commit is not safe.
-		return g.err
-	}
-	return nil
+	return g.err
 }
 
-// logSyncer fsyncs Badger's logs when Badger itself does not (SyncWrites
-// off): the memtable's write-ahead log (NNNNN.mem), which every commit
-// writes, and the value log (NNNNNN.vlog), which only values of
-// valueThreshold bytes or more reach. It follows rotations: a log Badger
-// rotated since the last sync (the memtable went to be flushed, the value
-// log filled up) is synced too, as Badger syncs rotated logs only in
-// SyncWrites mode. A sync of a clean file still costs a disk cache flush,
-// so the value log is synced only when something may have reached it.
+// logSyncer makes what Badger committed without SyncWrites durable, through
+// Badger's public API and the operating system's, knowing nothing of the
+// files Badger keeps in its directory.
+//
+// DB.Sync syncs the memtable's write-ahead log that Badger is writing now
+// and the value log file it is writing now. That is every commit made since
+// those files were created; a commit made before lives in a log Badger has
+// since rotated, which DB.Sync does not sync:
+//
+//   - a full memtable goes to be flushed and a new one, with a new log,
+//     takes its place. Without SyncWrites nothing syncs the old log; the
+//     memtable's table is synced when the flush writes it, but until then a
+//     power loss loses the old log's unsynced tail, and a reopen replays
+//     the log. A commit can return before a later commit rotates the
+//     memtable and have its sync start after that: DB.Sync then syncs the
+//     new log only.
+//   - a full value log file is synced when Badger closes it for writing
+//     (it truncates it, and truncating syncs first) before the new file
+//     becomes the one DB.Sync syncs, so a rotation of the value log loses
+//     nothing; the argument below covers it anyway.
+//
+// A rotation creates a file in the directory: the new log. So after DB.Sync
+// the syncer lists the directory, and when a name appeared since the last
+// sync's listing it syncs the whole filesystem (syncfs), which covers the
+// rotated logs whatever their names, and the new files' directory entries,
+// which Badger syncs in neither mode. If a commit's log was rotated before
+// the sync that acknowledges it read the current log, the new log was
+// created after the commit and before that sync's listing: either that
+// listing is the first to show it, and this sync is full, or an earlier
+// sync's listing showed it first, was full, and started its syncfs after
+// the rotation and so after the commit (if that syncfs failed, every wait
+// fails, see groupCommit). Badger never reuses a file's name, so a new log
+// is a name no listing showed before. Table files appear with flushes and
+// compactions too, which costs an extra syncfs now and then, not a miss; a
+// file that goes away needs nothing.
+//
+// The first sync is full: the logs an unclean shutdown left may be
+// replayed from dirty pages nothing has synced yet.
+//
+// This is the guarantee SyncWrites gives, where Badger syncs each commit's
+// log before the commit returns, and a little more (the directory). A
+// syncfs also flushes other files' dirty data on the same filesystem,
+// which a rotation then waits for; DB.Sync, the common case, does not.
+// DB.Sync syncs the value log even when nothing reached it, a second cache
+// flush per sync: no public call syncs the memtable's log alone.
 type logSyncer struct {
-	dir       string
-	mem, vlog logFile
-	vlogDirty atomic.Bool
+	db  *badger.DB
+	dir *os.File // open for the store's life: syncfs reports write-back errors since it was opened
+	// full syncs the filesystem holding dir (a field so tests can count).
+	full  func() error
+	names []string // the directory's entries at the last sync; nil before the first and after a failed one
 }
 
-type logFile struct {
-	ext   string // ".mem" or ".vlog"
-	width int    // digits of the file id in the name
-	fid   int    // newest file known (-1: none yet)
-	f     *os.File
-}
-
-func newLogSyncer(dir string) (*logSyncer, error) {
-	s := &logSyncer{dir: dir, mem: logFile{ext: ".mem", width: 5, fid: -1}, vlog: logFile{ext: ".vlog", width: 6, fid: -1}}
-	entries, err := os.ReadDir(dir)
+func newLogSyncer(db *badger.DB, dir string) (*logSyncer, error) {
+	d, err := os.Open(dir)
 	if err != nil {
 		return nil, fmt.Errorf("group commit: %w", err)
 	}
-	for _, e := range entries {
-		for _, lf := range []*logFile{&s.mem, &s.vlog} {
-			name, ok := strings.CutSuffix(e.Name(), lf.ext)
-			if !ok {
-				continue
-			}
-			if fid, err := strconv.Atoi(name); err == nil && fid > lf.fid {
-				lf.fid = fid
-			}
-		}
-	}
-	for _, lf := range []*logFile{&s.mem, &s.vlog} {
-		if lf.fid >= 0 {
-			if lf.f, err = os.Open(lf.path(dir, lf.fid)); err != nil {
-				s.close()
-				return nil, fmt.Errorf("group commit: %w", err)
-			}
-		}
-	}
+	s := &logSyncer{db: db, dir: d}
+	s.full = func() error { return syncFS(s.dir) }
 	return s, nil
 }
-
-func (lf *logFile) path(dir string, fid int) string {
-	return filepath.Join(dir, fmt.Sprintf("%0*d%s", lf.width, fid, lf.ext))
-}
-
-// markVlog notes that a value may have gone to the value log.
-func (s *logSyncer) markVlog() { s.vlogDirty.Store(true) }
 
 // sync makes everything committed before it durable. Only one runs at a
 // time (groupCommit sees to it).
 func (s *logSyncer) sync() error {
-	vlog := s.vlogDirty.Swap(false) // before syncing: a later mark is for the next sync
-	if err := s.syncLog(&s.mem); err != nil {
-		return err
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("group commit: sync: %w", err)
 	}
-	if vlog {
-		if err := s.syncLog(&s.vlog); err != nil {
-			s.vlogDirty.Store(true)
-			return err
-		}
-	}
-	return nil
-}
-
-// syncLog fsyncs the newest known file of a log, then any newer ones a
-// rotation created, keeping the newest open. A rotated file may already be
-// deleted (flushed to a table): syncing the open handle is still right.
-func (s *logSyncer) syncLog(lf *logFile) error {
-	if lf.f != nil {
-		if err := fdatasync(lf.f); err != nil {
-			return fmt.Errorf("group commit: sync %s: %w", lf.f.Name(), err)
-		}
-	}
-	rotated := false
-	for {
-		next, err := os.Open(lf.path(s.dir, lf.fid+1))
-		if errors.Is(err, os.ErrNotExist) {
-			break
-		} else if err != nil {
-			return fmt.Errorf("group commit: %w", err)
-		}
-		if err := fdatasync(next); err != nil {
-			next.Close()
-			return fmt.Errorf("group commit: sync %s: %w", next.Name(), err)
-		}
-		if lf.f != nil {
-			lf.f.Close()
-		}
-		lf.f, lf.fid, rotated = next, lf.fid+1, true
-	}
-	if rotated {
-		return syncDir(s.dir) // the new file's directory entry
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+	names, err := s.list()
 	if err != nil {
-		return fmt.Errorf("group commit: %w", err)
+		return fmt.Errorf("group commit: list %s: %w", s.dir.Name(), err)
 	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("group commit: sync %s: %w", dir, err)
+	slices.Sort(names)
+	appeared := s.names == nil || slices.ContainsFunc(names, func(n string) bool {
+		_, found := slices.BinarySearch(s.names, n)
+		return !found
+	})
+	s.names = nil // until this sync succeeds, the next one is full
+	if appeared {
+		if err := s.full(); err != nil {
+			return fmt.Errorf("group commit: sync %s: %w", s.dir.Name(), err)
+		}
 	}
+	s.names = names
 	return nil
 }
 
-func (s *logSyncer) close() error {
-	var errs []error
-	for _, lf := range []*logFile{&s.mem, &s.vlog} {
-		if lf.f != nil {
-			errs = append(errs, lf.f.Close())
-			lf.f = nil
-		}
+// list reads the directory's names from the start, through the handle
+// kept open.
+func (s *logSyncer) list() ([]string, error) {
+	if _, err := s.dir.Seek(0, io.SeekStart); err != nil {
+		return nil, err
 	}
-	return errors.Join(errs...)
+	return s.dir.Readdirnames(-1)
 }
+
+func (s *logSyncer) close() error { return s.dir.Close() }

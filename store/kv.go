@@ -71,9 +71,6 @@ func (s *Store) setDurable(ctx context.Context, k, v []byte) error {
 	if err := s.guard.admit(n); err != nil {
 		return err // nothing reached Badger
 	}
-	if s.logs != nil && len(v) >= valueThreshold {
-		s.logs.markVlog()
-	}
 	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
 	s.guard.done(n)
 	if err != nil {

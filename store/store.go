@@ -27,7 +27,8 @@ type Options struct {
 	// GroupCommit keeps every commit durable but lets concurrent commits
 	// share one fsync (see groupCommit) instead of taking one each. Update,
 	// Put and PutKey still return only once durable; writes made directly
-	// through DB() are then durable only after Sync. NoSync wins over it.
+	// through DB() are then durable only after Sync. After a failed sync
+	// every write fails until the store is reopened. NoSync wins over it.
 	GroupCommit bool
 	// InMemory keeps everything in memory (tests and benchmarks only).
 	InMemory bool
@@ -126,7 +127,7 @@ func Open(o Options) (*Store, error) {
 		s.dir = o.Dir
 	}
 	if group && !opts.ReadOnly {
-		if s.logs, err = newLogSyncer(o.Dir); err != nil {
+		if s.logs, err = newLogSyncer(db, o.Dir); err != nil {
 			db.Close()
 			return nil, err
 		}
@@ -159,7 +160,6 @@ func (s *Store) Sync(ctx context.Context) error {
 	if s.group == nil {
 		return nil // Badger syncs each commit itself, or nothing is synced
 	}
-	s.logs.markVlog() // DB() writes may hold large values
 	return s.durable()
 }
 
@@ -232,7 +232,7 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 			return fmt.Errorf("store: update: %w", err)
 		}
 		txn := s.db.NewTransaction(true)
-		t := &tx{txn: txn, db: s.db, logs: s.logs}
+		t := &tx{txn: txn, db: s.db}
 		err := fn(t)
 		if err == nil {
 			// Admitted by the disk guard, or refused before Badger writes.

@@ -44,9 +44,8 @@ func key(parts ...string) []byte {
 }
 
 type tx struct {
-	txn  *badger.Txn
-	db   *badger.DB
-	logs *logSyncer // in group commit mode, told of values for the value log
+	txn *badger.Txn
+	db  *badger.DB
 	// The changes this transaction made to the index of active records,
 	// for the store's feed, and the records it read: a change is refused
 	// for a record it did not read (feed.go).
@@ -85,9 +84,6 @@ func (t *tx) put(k []byte, v any) error {
 }
 
 func (t *tx) set(k, v []byte) error {
-	if t.logs != nil && len(v) >= valueThreshold {
-		t.logs.markVlog()
-	}
 	if err := t.txn.Set(k, v); err != nil {
 		return fmt.Errorf("set %q: %w", k, err)
 	}
