@@ -48,3 +48,37 @@ func (s *Store) Put(ctx context.Context, namespace, key string, v []byte) error 
 	}
 	return nil
 }
+
+// ScanNamespace calls fn with each key of namespace and its value, in byte
+// order of the keys (the column's collation is "C"), descending when
+// newestFirst, until fn returns false. It reads one snapshot a page at a
+// time (keyset paging on the primary key), so a large namespace is never
+// held at once; fn runs while the snapshot is open, so it should not block.
+func (s *Store) ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error {
+	order, past := "ASC", ">"
+	if newestFirst {
+		order, past = "DESC", "<"
+	}
+	first := "SELECT key, value FROM memgate_kv WHERE namespace = $1 ORDER BY key " + order + limit
+	next := "SELECT key, value FROM memgate_kv WHERE namespace = $1 AND key " + past + " $2 ORDER BY key " + order + limit
+	type entry struct {
+		key   string
+		value []byte
+	}
+	err := s.run(ctx, "scan", readTx, func(t *tx) error {
+		return scan(t, cursor{}, func(c cursor) (string, []any) {
+			if c[1] == "" { // the first page: every key, the empty one included
+				return first, []any{namespace}
+			}
+			return next, []any{namespace, c[0]}
+		}, func(r pgx.CollectableRow) (entry, cursor, error) {
+			var e entry
+			err := r.Scan(&e.key, &e.value)
+			return e, cursor{e.key, "after"}, err
+		}, func(e entry) (bool, error) { return fn(e.key, e.value), nil })
+	})
+	if err != nil {
+		return fmt.Errorf("pgstore: scan %s: %w", namespace, err)
+	}
+	return nil
+}
