@@ -38,8 +38,9 @@ type backend struct {
 	Snapshot func(ctx context.Context, w io.Writer) error
 	// Disk reports the store's files for /metrics (nil: not on this disk).
 	Disk metrics.DiskReader
-	// Badger is the embedded store (nil on another): embeddings and the
-	// Mem0 event log live in it for now.
+	// Badger is the embedded store (nil on another): its commit feed tells
+	// the embeddings worker of each change, and the Mem0 event log lives
+	// in it for now. On a shared store the worker reconciles periodically.
 	Badger *store.Store
 	// Where names the store in logs and /readyz, without credentials.
 	Where string
@@ -112,8 +113,9 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 		Close:    st.Close}, nil
 }
 
-// sharedBackend is the backend of a shared store. Snapshots, disk metrics,
-// embeddings and the Mem0 event log are Badger's for now.
+// sharedBackend is the backend of a shared store. Snapshots, disk metrics
+// and the Mem0 event log are Badger's for now; embeddings keep their
+// vectors in the store's KV area (openEmbeddings).
 func sharedBackend(st sharedStore, where string) *backend {
 	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,19 +15,35 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
+// sharedReconcile is how often the worker reconciles on a store without a
+// commit feed: the bound on how long a record written through any instance
+// ranks lexically only. Each period costs one scan of the active records.
+const sharedReconcile = 5 * time.Second
+
 // openEmbeddings starts the optional semantic index (--embed-url): it
 // embeds active records after their commit, never on a write's path, keeps
 // the vectors beside the records, and returns what search ranks with.
-// Without --embed-url it returns nil and search ranks lexically. The
-// vectors live in the embedded Badger store (st): on another store (nil)
-// --embed-url is refused.
-func openEmbeddings(cfg serveConfig, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (search.Semantic, func(), error) {
+// Without --embed-url it returns nil and search ranks lexically.
+//
+// On Badger the commit feed tells the worker of each change. A shared
+// store (PostgreSQL) has no feed and other instances write to it: the
+// worker reconciles every sharedReconcile against a scan of the active
+// records, and keeps the vectors in the store's KV area, where each
+// instance finds what another embedded instead of asking the endpoint again.
+func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log *slog.Logger) (search.Semantic, func(), error) {
 	if cfg.embedURL == "" {
 		return nil, func() {}, nil
 	}
-	if st == nil {
-		return nil, nil, errors.New("--embed-url: semantic search keeps its vectors in the embedded store for now; " +
-			"with --store it is not available: unset --embed-url (search then ranks lexically)")
+	var vectors embed.Store
+	var every time.Duration
+	switch kv, ok := b.KV.(sharedKV); {
+	case b.Badger != nil:
+		vectors = embedStore{b.Badger}
+	case ok:
+		vectors, every = kvEmbedStore{kv}, sharedReconcile
+	default:
+		return nil, nil, fmt.Errorf("--embed-url: the store %s cannot keep vectors (it lists no KV namespace); "+
+			"unset --embed-url (search then ranks lexically) or use --store postgres://…", b.Where)
 	}
 	met, err := embed.NewMetrics(reg)
 	if err != nil {
@@ -40,20 +55,28 @@ func openEmbeddings(cfg serveConfig, st *store.Store, reg prometheus.Registerer,
 		return nil, nil, fmt.Errorf("--embed-url: %w", err)
 	}
 	scan := func(ctx context.Context, fn func(id, text string) bool) error {
-		return st.View(ctx, func(tx memory.ReadTx) error {
+		return b.Store.View(ctx, func(tx memory.ReadTx) error {
 			return tx.ScanActive("", func(r *memory.Record) bool { return fn(r.ID, r.Summary) })
 		})
 	}
-	x, err := embed.New(embed.Options{Client: client, Scan: scan, Store: embedStore{st}, Logger: log, Metrics: met})
+	x, err := embed.New(embed.Options{Client: client, Scan: scan, Store: vectors, Reconcile: every, Logger: log, Metrics: met})
 	if err != nil {
 		return nil, nil, err
 	}
-	stop := st.Follow(embedFeed{x})
+	stop := func() {}
+	if b.Badger != nil {
+		stop = b.Badger.Follow(embedFeed{x})
+	}
 	if err := x.Open(); err != nil { // loading and the first pass run in the background
 		stop()
 		return nil, nil, err
 	}
-	log.Info("semantic search on: active records are embedded after commit", "url", client.Endpoint(), "model", client.Model())
+	if every > 0 {
+		log.Info("semantic search on: active records are embedded by a periodic pass over the shared store",
+			"url", client.Endpoint(), "model", client.Model(), "every", every)
+	} else {
+		log.Info("semantic search on: active records are embedded after commit", "url", client.Endpoint(), "model", client.Model())
+	}
 	return x, func() {
 		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
