@@ -247,16 +247,21 @@ func (x *Index) run(ctx context.Context) {
 		x.vecs.reset()
 	}
 	x.met.setVectors(x.vecs.len())
+	var pass *time.Timer      // the next periodic reconcile
 	var tick <-chan time.Time // nil without a period: never fires
 	if x.every > 0 {
-		t := time.NewTicker(x.every)
-		defer t.Stop()
-		tick = t.C
+		pass = time.NewTimer(x.every)
+		defer pass.Stop()
+		tick = pass.C
 	}
 	retry := x.newBackoff()
 	for !x.stopping() {
 		if x.reconcile.Swap(false) {
-			if err := x.reconcileAll(ctx); err != nil {
+			scanned, err := x.reconcileAll(ctx)
+			if pass != nil {
+				pass.Reset(nextPass(x.every, scanned))
+			}
+			if err != nil {
 				x.reconcile.Store(true)
 				if x.stopping() {
 					return
@@ -273,6 +278,18 @@ func (x *Index) run(ctx context.Context) {
 		}
 		x.apply(ctx, batch, nil)
 	}
+}
+
+// passShare bounds the worker's time spent scanning on a feedless store:
+// the wait between two passes is at least passShare times the last scan.
+const passShare = 10
+
+// nextPass is the wait before the next periodic reconcile: the period, or
+// longer where a scan of the active records takes more than a tenth of it
+// (a large store), so that the passes of every instance do not keep the
+// database busy.
+func nextPass(period, scanned time.Duration) time.Duration {
+	return max(period, passShare*scanned)
 }
 
 func (x *Index) stopping() bool {
@@ -464,13 +481,17 @@ func (x *Index) store(ctx context.Context, todo []change, vs [][]float32) {
 // one (or whose text changed). Changes queued before the scan are dropped:
 // the scan is newer. Changes queued during it are applied between batches,
 // and the reconcile then leaves their ids alone.
-func (x *Index) reconcileAll(ctx context.Context) error {
+//
+// It returns how long the scan took, which sets the wait before the next
+// periodic pass.
+func (x *Index) reconcileAll(ctx context.Context) (time.Duration, error) {
 	x.met.reconciled()
 	x.drain(nil, cap(x.queue))
 	x.met.setQueueDepth(len(x.queue))
 	active := map[string]bool{}
 	var todo []change
-	if err := x.scan(ctx, func(id, text string) bool {
+	began := time.Now()
+	err := x.scan(ctx, func(id, text string) bool {
 		if strings.TrimSpace(text) == "" {
 			return !x.stopping() // no vector; dropped below if it had one
 		}
@@ -479,8 +500,10 @@ func (x *Index) reconcileAll(ctx context.Context) error {
 			todo = append(todo, change{id: id, text: text, active: true})
 		}
 		return !x.stopping()
-	}); err != nil {
-		return fmt.Errorf("embed: scan the active records: %w", err)
+	})
+	scanned := time.Since(began)
+	if err != nil {
+		return scanned, fmt.Errorf("embed: scan the active records: %w", err)
 	}
 	var gone []string
 	for _, id := range x.vecs.idList() {
@@ -516,5 +539,5 @@ func (x *Index) reconcileAll(ctx context.Context) error {
 			x.met.setQueueDepth(len(x.queue))
 		}
 	}
-	return nil
+	return scanned, nil
 }

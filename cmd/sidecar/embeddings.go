@@ -17,7 +17,9 @@ import (
 
 // sharedReconcile is how often the worker reconciles on a store without a
 // commit feed: the bound on how long a record written through any instance
-// ranks lexically only. Each period costs one scan of the active records.
+// ranks lexically only. Each pass costs one scan of the active records; on
+// a store where that takes over a tenth of the period, the worker waits ten
+// scans' time instead (embed/doc.go).
 const sharedReconcile = 5 * time.Second
 
 // openEmbeddings starts the optional semantic index (--embed-url): it
@@ -28,20 +30,15 @@ const sharedReconcile = 5 * time.Second
 // On Badger the commit feed tells the worker of each change. A shared
 // store (PostgreSQL) has no feed and other instances write to it: the
 // worker reconciles every sharedReconcile against a scan of the active
-// records, and keeps the vectors in the store's KV area, where each
-// instance finds what another embedded instead of asking the endpoint again.
+// records, and keeps the vectors in the store's KV area, a namespace per
+// model, where each instance finds what another embedded instead of asking
+// the endpoint again.
 func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log *slog.Logger) (search.Semantic, func(), error) {
 	if cfg.embedURL == "" {
 		return nil, func() {}, nil
 	}
-	var vectors embed.Store
-	var every time.Duration
-	switch kv, ok := b.KV.(sharedKV); {
-	case b.Badger != nil:
-		vectors = embedStore{b.Badger}
-	case ok:
-		vectors, every = kvEmbedStore{kv}, sharedReconcile
-	default:
+	kv, shared := b.KV.(sharedKV)
+	if b.Badger == nil && !shared {
 		return nil, nil, fmt.Errorf("--embed-url: the store %s cannot keep vectors (it lists no KV namespace); "+
 			"unset --embed-url (search then ranks lexically) or use --store postgres://…", b.Where)
 	}
@@ -54,12 +51,12 @@ func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log 
 	if err != nil {
 		return nil, nil, fmt.Errorf("--embed-url: %w", err)
 	}
-	scan := func(ctx context.Context, fn func(id, text string) bool) error {
-		return b.Store.View(ctx, func(tx memory.ReadTx) error {
-			return tx.ScanActive("", func(r *memory.Record) bool { return fn(r.ID, r.Summary) })
-		})
+	var vectors embed.Store = embedStore{b.Badger}
+	var every time.Duration
+	if b.Badger == nil {
+		vectors, every = kvEmbedStore{kv, embedNamespace(client.Model())}, sharedReconcile
 	}
-	x, err := embed.New(embed.Options{Client: client, Scan: scan, Store: vectors, Reconcile: every, Logger: log, Metrics: met})
+	x, err := embed.New(embed.Options{Client: client, Scan: activeTexts(b.Store), Store: vectors, Reconcile: every, Logger: log, Metrics: met})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,6 +82,21 @@ func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log 
 			log.Warn("closing the embeddings worker", "err", err)
 		}
 	}, nil
+}
+
+// activeTexts is the worker's scan: the id and text of every active record
+// of st, read in one transaction. A transaction that reads its index of
+// active records (PostgreSQL's) is asked for that: its columns, without
+// decoding each record, which a pass every few seconds repeats.
+func activeTexts(st memory.Store) embed.ScanFunc {
+	return func(ctx context.Context, fn func(id, text string) bool) error {
+		return st.View(ctx, func(tx memory.ReadTx) error {
+			if idx, ok := tx.(search.ActiveScanner); ok {
+				return idx.ScanActiveIndex(ctx, "", memory.Scope{}, func(e store.ActiveEntry, _ uint64) bool { return fn(e.ID, e.Summary) })
+			}
+			return tx.ScanActive("", func(r *memory.Record) bool { return fn(r.ID, r.Summary) })
+		})
+	}
 }
 
 // embedFeed tells the embeddings worker of each commit's changes to the

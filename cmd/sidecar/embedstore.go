@@ -55,8 +55,11 @@ func (e embedStore) Scan(ctx context.Context, prefix string, fn func(key string,
 	})
 }
 
-// embedNamespace is the KV namespace of the vectors on a shared store.
-const embedNamespace = "embed"
+// embedNamespace is the KV namespace of a model's vectors on a shared
+// store: one per model, so instances running different models (during a
+// change of --embed-model across a fleet) neither take nor discard each
+// other's vectors.
+func embedNamespace(model string) string { return "embed/" + model }
 
 // sharedKV is what a shared store offers to keep vectors (pgstore.Store):
 // its KV area, with a missing key store.ErrNotFound, plus a scan of one
@@ -67,14 +70,17 @@ type sharedKV interface {
 	DeleteKeys(ctx context.Context, namespace string, keys []string) error
 }
 
-// kvEmbedStore keeps embed's vectors in a shared store's KV area, where
-// every instance on the database reads them.
-type kvEmbedStore struct{ kv sharedKV }
+// kvEmbedStore keeps embed's vectors in a namespace of a shared store's KV
+// area, where every instance on the database reads them.
+type kvEmbedStore struct {
+	kv sharedKV
+	ns string // embedNamespace
+}
 
 var _ embed.Store = kvEmbedStore{}
 
 func (e kvEmbedStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	v, err := e.kv.Get(ctx, embedNamespace, key)
+	v, err := e.kv.Get(ctx, e.ns, key)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, false, nil
@@ -88,7 +94,7 @@ func (e kvEmbedStore) Get(ctx context.Context, key string) ([]byte, bool, error)
 // lost to an error is embedded again, so the batch needs no transaction.
 func (e kvEmbedStore) Put(ctx context.Context, pairs []embed.KV) error {
 	for _, p := range pairs {
-		if err := e.kv.Put(ctx, embedNamespace, p.Key, p.Value); err != nil {
+		if err := e.kv.Put(ctx, e.ns, p.Key, p.Value); err != nil {
 			return err
 		}
 	}
@@ -96,13 +102,13 @@ func (e kvEmbedStore) Put(ctx context.Context, pairs []embed.KV) error {
 }
 
 func (e kvEmbedStore) Delete(ctx context.Context, keys []string) error {
-	return e.kv.DeleteKeys(ctx, embedNamespace, keys)
+	return e.kv.DeleteKeys(ctx, e.ns, keys)
 }
 
 // Scan reads the namespace in key order from prefix on and stops at the
 // first key past it.
 func (e kvEmbedStore) Scan(ctx context.Context, prefix string, fn func(key string, value []byte) bool) error {
-	return e.kv.ScanNamespace(ctx, embedNamespace, false, func(k string, v []byte) bool {
+	return e.kv.ScanNamespace(ctx, e.ns, false, func(k string, v []byte) bool {
 		switch {
 		case strings.HasPrefix(k, prefix):
 			return fn(k, v)

@@ -35,7 +35,7 @@ func TestEmbedStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
-			return kvEmbedStore{st}, func(ns, key string, v []byte) error { return st.Put(ctx, ns, key, v) }
+			return kvEmbedStore{st, embedNamespace("m")}, func(ns, key string, v []byte) error { return st.Put(ctx, ns, key, v) }
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
