@@ -28,12 +28,50 @@
 //   - Store persists vectors (with the model name and dimension), so a
 //     restart embeds only what changed meanwhile. Vectors of another model,
 //     or of another dimension under the same model name, are discarded and
-//     embedded again.
+//     embedded again. Before embedding a record it holds no vector for, the
+//     worker reads the Store: a vector made from the same text by the same
+//     model (by another instance sharing the Store) is taken as it is.
+//   - Options.Reconcile serves a store without a commit feed (PostgreSQL,
+//     shared by several instances; see below).
 //   - Scores is the semantic half of search's hybrid ranking (see below).
 //   - Metrics (NewMetrics) are Prometheus collectors registered with the
 //     Registerer given, no globals.
 //   - embedtest holds a deterministic fake endpoint on loopback and an
 //     in-memory Store, for this package's tests and other packages'.
+//
+// # A store without a commit feed
+//
+// On PostgreSQL nothing calls Changed: no feed reports commits, and other
+// instances write too. With Options.Reconcile set (the sidecar uses 5 s
+// there; 0 on Badger, whose feed calls Changed) the worker reconciles every
+// period against the scan of the active records, and keeps its vectors in
+// the database's KV area, which every instance reads.
+//
+// Freshness bound: a record written through any instance, this one
+// included, gets a semantic score on an instance within one reconcile
+// period of that instance, plus the pass and the embedding request; until
+// then it ranks lexically. A record gone loses its vector on the same bound
+// (search never scores an inactive record meanwhile: it scores only what
+// its own read finds active). The wait between passes is the period, or
+// ten times the last scan where that is longer (a store so large that a
+// scan takes over a tenth of the period): the passes never take more than
+// a tenth of the worker's time.
+//
+// The first instance whose pass finds a record embeds it and stores the
+// vector; the others take the stored vector, so the endpoint is asked once
+// per record unless two instances' passes meet within one request (both
+// then embed it; the second write wins, with the same vector). A vector
+// stored for a record that left the active layer meanwhile is dropped by
+// the next pass of the instance that holds it, or by any instance's first
+// pass after a start.
+//
+// Each pass costs one scan of the active records per instance (ids and
+// texts; the sidecar reads PostgreSQL's active index, not the records'
+// documents), so the period trades freshness against that load. Instances
+// that share a Store must embed with one model, since a Store holds one
+// model's vectors (load discards another's): the sidecar gives each model
+// a KV namespace of its own, so a fleet changing --embed-model instance by
+// instance keeps both sets meanwhile.
 //
 // # Scoring and the hybrid
 //

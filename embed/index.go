@@ -42,8 +42,13 @@ type Options struct {
 	// with the endpoint unreachable, slow or overloaded (default 1s and 1m).
 	// The Client already tried several times by then.
 	RetryInitial, RetryMax time.Duration
-	Logger                 *slog.Logger
-	Metrics                *Metrics // nil: none
+	// Reconcile, when positive, reconciles against Scan every period: for a
+	// store without a commit feed, where nobody calls Changed, or one that
+	// other instances write too. 0 reconciles only at start and after an
+	// overflow, for a store whose commit feed calls Changed.
+	Reconcile time.Duration
+	Logger    *slog.Logger
+	Metrics   *Metrics // nil: none
 }
 
 // change is one record change waiting for the worker.
@@ -66,6 +71,7 @@ type Index struct {
 
 	retryInitial, retryMax time.Duration
 	batch                  int
+	every                  time.Duration // Options.Reconcile
 
 	queue     chan change
 	wake      chan struct{} // a reconcile is wanted
@@ -108,7 +114,7 @@ func New(o Options) (*Index, error) {
 	}
 	return &Index{client: o.Client, scan: o.Scan, persist: persist{store: o.Store, model: o.Client.Model()},
 		vecs: newVectors(), queries: queries, log: o.Logger, met: o.Metrics,
-		retryInitial: o.RetryInitial, retryMax: o.RetryMax, batch: o.Client.batch,
+		retryInitial: o.RetryInitial, retryMax: o.RetryMax, batch: o.Client.batch, every: max(o.Reconcile, 0),
 		queue: make(chan change, o.QueueSize), wake: make(chan struct{}, 1),
 		stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
@@ -241,10 +247,21 @@ func (x *Index) run(ctx context.Context) {
 		x.vecs.reset()
 	}
 	x.met.setVectors(x.vecs.len())
+	var pass *time.Timer      // the next periodic reconcile
+	var tick <-chan time.Time // nil without a period: never fires
+	if x.every > 0 {
+		pass = time.NewTimer(x.every)
+		defer pass.Stop()
+		tick = pass.C
+	}
 	retry := x.newBackoff()
 	for !x.stopping() {
 		if x.reconcile.Swap(false) {
-			if err := x.reconcileAll(ctx); err != nil {
+			scanned, err := x.reconcileAll(ctx)
+			if pass != nil {
+				pass.Reset(nextPass(x.every, scanned))
+			}
+			if err != nil {
 				x.reconcile.Store(true)
 				if x.stopping() {
 					return
@@ -255,12 +272,24 @@ func (x *Index) run(ctx context.Context) {
 			}
 			retry.Reset()
 		}
-		batch := x.take()
+		batch := x.take(tick)
 		if len(batch) == 0 {
 			continue
 		}
 		x.apply(ctx, batch, nil)
 	}
+}
+
+// passShare bounds the worker's time spent scanning on a feedless store:
+// the wait between two passes is at least passShare times the last scan.
+const passShare = 10
+
+// nextPass is the wait before the next periodic reconcile: the period, or
+// longer where a scan of the active records takes more than a tenth of it
+// (a large store), so that the passes of every instance do not keep the
+// database busy.
+func nextPass(period, scanned time.Duration) time.Duration {
+	return max(period, passShare*scanned)
 }
 
 func (x *Index) stopping() bool {
@@ -289,14 +318,17 @@ func (x *Index) sleep(d time.Duration) {
 	}
 }
 
-// take waits for a change (or a reconcile request, or Close) and returns
-// up to one batch of queued changes.
-func (x *Index) take() []change {
+// take waits for a change (or a reconcile request, the reconcile period's
+// tick, or Close) and returns up to one batch of queued changes.
+func (x *Index) take(tick <-chan time.Time) []change {
 	var batch []change
 	select {
 	case c := <-x.queue:
 		batch = append(batch, c)
 	case <-x.wake:
+		return nil
+	case <-tick:
+		x.reconcile.Store(true)
 		return nil
 	case <-x.stop:
 		return nil
@@ -349,8 +381,22 @@ func (x *Index) apply(ctx context.Context, batch []change, touched map[string]bo
 	if err := x.persist.remove(ctx, gone); err != nil {
 		x.log.Warn("embed: stored vectors not deleted; a restart drops them", "err", err)
 	}
-	x.embed(ctx, todo)
+	x.embedMissing(ctx, todo)
 	x.met.setVectors(x.vecs.len())
+}
+
+// embedMissing takes the vectors of todo that the Store already holds for
+// the same text (another instance sharing it made them, or this one before
+// a reconcile dropped them) and embeds the rest.
+func (x *Index) embedMissing(ctx context.Context, todo []change) {
+	if len(todo) == 0 {
+		return
+	}
+	rest, err := x.persist.adopt(ctx, x.vecs, todo) // rest is what is left to embed, also on an error
+	if err != nil {
+		x.log.Warn("embed: stored vectors not read; embedding the records", "records", len(rest), "err", err)
+	}
+	x.embed(ctx, rest)
 }
 
 // embed embeds the changes' texts and stores the vectors. While the
@@ -435,13 +481,17 @@ func (x *Index) store(ctx context.Context, todo []change, vs [][]float32) {
 // one (or whose text changed). Changes queued before the scan are dropped:
 // the scan is newer. Changes queued during it are applied between batches,
 // and the reconcile then leaves their ids alone.
-func (x *Index) reconcileAll(ctx context.Context) error {
+//
+// It returns how long the scan took, which sets the wait before the next
+// periodic pass.
+func (x *Index) reconcileAll(ctx context.Context) (time.Duration, error) {
 	x.met.reconciled()
 	x.drain(nil, cap(x.queue))
 	x.met.setQueueDepth(len(x.queue))
 	active := map[string]bool{}
 	var todo []change
-	if err := x.scan(ctx, func(id, text string) bool {
+	began := time.Now()
+	err := x.scan(ctx, func(id, text string) bool {
 		if strings.TrimSpace(text) == "" {
 			return !x.stopping() // no vector; dropped below if it had one
 		}
@@ -450,8 +500,10 @@ func (x *Index) reconcileAll(ctx context.Context) error {
 			todo = append(todo, change{id: id, text: text, active: true})
 		}
 		return !x.stopping()
-	}); err != nil {
-		return fmt.Errorf("embed: scan the active records: %w", err)
+	})
+	scanned := time.Since(began)
+	if err != nil {
+		return scanned, fmt.Errorf("embed: scan the active records: %w", err)
 	}
 	var gone []string
 	for _, id := range x.vecs.idList() {
@@ -464,7 +516,11 @@ func (x *Index) reconcileAll(ctx context.Context) error {
 	}
 	x.met.setVectors(x.vecs.len())
 	if len(todo) > 0 || len(gone) > 0 {
-		x.log.Info("embed: reconciling", "to_embed", len(todo), "dropped", len(gone))
+		level := slog.LevelInfo
+		if x.every > 0 { // routine on a feedless store: every period finds the records written meanwhile
+			level = slog.LevelDebug
+		}
+		x.log.Log(ctx, level, "embed: reconciling", "to_embed", len(todo), "dropped", len(gone))
 	}
 	touched := map[string]bool{}
 	for len(todo) > 0 && !x.stopping() {
@@ -476,12 +532,12 @@ func (x *Index) reconcileAll(ctx context.Context) error {
 			}
 		}
 		todo = todo[n:]
-		x.embed(ctx, chunk)
+		x.embedMissing(ctx, chunk)
 		x.met.setVectors(x.vecs.len())
 		if queued := x.drain(nil, x.batch); len(queued) > 0 {
 			x.apply(ctx, queued, touched)
 			x.met.setQueueDepth(len(x.queue))
 		}
 	}
-	return nil
+	return scanned, nil
 }

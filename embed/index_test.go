@@ -75,6 +75,8 @@ type indexOpts struct {
 	model     string
 	queueSize int
 	timeout   time.Duration
+	reconcile time.Duration
+	scan      embed.ScanFunc // default: the fixture's records
 }
 
 // open starts an index over the fixture; it is closed when the test ends.
@@ -91,7 +93,10 @@ func (f *fixture) open(t *testing.T, o indexOpts) *embed.Index {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := embed.New(embed.Options{Client: c, Scan: f.recs.scan, Store: f.store, QueueSize: o.queueSize,
+	if o.scan == nil {
+		o.scan = f.recs.scan
+	}
+	x, err := embed.New(embed.Options{Client: c, Scan: o.scan, Store: f.store, QueueSize: o.queueSize, Reconcile: o.reconcile,
 		RetryInitial: time.Millisecond, RetryMax: 10 * time.Millisecond, Metrics: met, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -165,6 +165,43 @@ func (p *persist) put(ctx context.Context, ids []string, sums []uint64, vs [][]f
 	return nil
 }
 
+// adopt puts in vs the stored vectors of todo's records whose text they
+// were made from, and returns the changes left to embed. On a Store shared
+// by several instances this is what keeps each from embedding what another
+// already did; the cost is one Get per record without a vector in memory.
+func (p *persist) adopt(ctx context.Context, vs *vectors, todo []change) ([]change, error) {
+	if p.store == nil {
+		return todo, nil
+	}
+	if p.dim == 0 { // no meta seen yet: another instance may have written it since the load
+		raw, found, err := p.store.Get(ctx, metaKey)
+		if err != nil {
+			return todo, fmt.Errorf("embed: read the vectors' meta: %w", err)
+		}
+		var m meta
+		if !found || json.Unmarshal(raw, &m) != nil || m.Model != p.model || m.Dim <= 0 {
+			return todo, nil // nothing of this model stored
+		}
+		p.dim = m.Dim
+	}
+	rest := todo[:0:0]
+	for i, c := range todo {
+		raw, found, err := p.store.Get(ctx, vectorPrefix+c.id)
+		if err != nil {
+			return append(rest, todo[i:]...), fmt.Errorf("embed: read the stored vector of %s: %w", c.id, err)
+		}
+		if !found {
+			rest = append(rest, c)
+			continue
+		}
+		sum, v, err := decodeVector(raw, p.dim)
+		if err != nil || sum != textSum(c.text) || vs.put(c.id, sum, v) != nil {
+			rest = append(rest, c) // another text, model or dimension: embed it again
+		}
+	}
+	return rest, nil
+}
+
 func (p *persist) remove(ctx context.Context, ids []string) error {
 	if p.store == nil || len(ids) == 0 {
 		return nil

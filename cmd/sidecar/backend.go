@@ -38,8 +38,10 @@ type backend struct {
 	Snapshot func(ctx context.Context, w io.Writer) error
 	// Disk reports the store's files for /metrics (nil: not on this disk).
 	Disk metrics.DiskReader
-	// Badger is the embedded store (nil on another): its own Mem0 event
-	// log layout, embeddings (until they move), snapshots in its format.
+	// Badger is the embedded store (nil on another): its commit feed tells
+	// the embeddings worker of each change (on a shared store the worker
+	// reconciles periodically), its own Mem0 event log layout, backups in
+	// its format.
 	Badger *store.Store
 	// Where names the store in logs and /readyz, without credentials.
 	Where string
@@ -114,7 +116,8 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 
 // sharedBackend is the backend of a shared store. Backups in Badger's
 // format and disk metrics are Badger's; a shared store moves with
-// `sidecar snapshot export`.
+// `sidecar snapshot export`. The Mem0 event log and the embeddings'
+// vectors live in its KV area.
 func sharedBackend(st sharedStore, where string) *backend {
 	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
 }

@@ -170,12 +170,16 @@ func TestOpenBackendByStoreURL(t *testing.T) {
 	}
 }
 
-// TestEmbeddingsNeedTheEmbeddedStore: --embed-url with another store fails
-// at start, saying why, instead of a search without its vectors.
-func TestEmbeddingsNeedTheEmbeddedStore(t *testing.T) {
-	_, _, err := openEmbeddings(serveConfig{embedURL: "http://127.0.0.1:1/v1"}, nil, nil, slog.New(slog.DiscardHandler))
-	if err == nil || !strings.Contains(err.Error(), "--embed-url") || !strings.Contains(err.Error(), "--store") {
-		t.Fatalf("openEmbeddings without Badger: %v; want an error naming --embed-url and --store", err)
+// TestEmbeddingsNeedAStoreThatKeepsVectors: --embed-url with a store that
+// has nowhere to keep vectors (a KV area without a namespace scan) fails at
+// start, saying why, instead of a search without its vectors. PostgreSQL
+// keeps them (TestSemanticSearchAcrossInstancesOnPostgres).
+func TestEmbeddingsNeedAStoreThatKeepsVectors(t *testing.T) {
+	b := sharedBackend(newFakeShared(t), "a test store")
+	defer b.Close()
+	_, _, err := openEmbeddings(serveConfig{embedURL: "http://127.0.0.1:1/v1"}, b, nil, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "--embed-url") || !strings.Contains(err.Error(), "a test store") {
+		t.Fatalf("openEmbeddings on a store without a KV scan: %v; want an error naming --embed-url and the store", err)
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,19 +15,32 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
+// sharedReconcile is how often the worker reconciles on a store without a
+// commit feed: the bound on how long a record written through any instance
+// ranks lexically only. Each pass costs one scan of the active records; on
+// a store where that takes over a tenth of the period, the worker waits ten
+// scans' time instead (embed/doc.go).
+const sharedReconcile = 5 * time.Second
+
 // openEmbeddings starts the optional semantic index (--embed-url): it
 // embeds active records after their commit, never on a write's path, keeps
 // the vectors beside the records, and returns what search ranks with.
-// Without --embed-url it returns nil and search ranks lexically. The
-// vectors live in the embedded Badger store (st): on another store (nil)
-// --embed-url is refused.
-func openEmbeddings(cfg serveConfig, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (search.Semantic, func(), error) {
+// Without --embed-url it returns nil and search ranks lexically.
+//
+// On Badger the commit feed tells the worker of each change. A shared
+// store (PostgreSQL) has no feed and other instances write to it: the
+// worker reconciles every sharedReconcile against a scan of the active
+// records, and keeps the vectors in the store's KV area, a namespace per
+// model, where each instance finds what another embedded instead of asking
+// the endpoint again.
+func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log *slog.Logger) (search.Semantic, func(), error) {
 	if cfg.embedURL == "" {
 		return nil, func() {}, nil
 	}
-	if st == nil {
-		return nil, nil, errors.New("--embed-url: semantic search keeps its vectors in the embedded store for now; " +
-			"with --store it is not available: unset --embed-url (search then ranks lexically)")
+	kv, shared := b.KV.(sharedKV)
+	if b.Badger == nil && !shared {
+		return nil, nil, fmt.Errorf("--embed-url: the store %s cannot keep vectors (it lists no KV namespace); "+
+			"unset --embed-url (search then ranks lexically) or use --store postgres://…", b.Where)
 	}
 	met, err := embed.NewMetrics(reg)
 	if err != nil {
@@ -39,21 +51,29 @@ func openEmbeddings(cfg serveConfig, st *store.Store, reg prometheus.Registerer,
 	if err != nil {
 		return nil, nil, fmt.Errorf("--embed-url: %w", err)
 	}
-	scan := func(ctx context.Context, fn func(id, text string) bool) error {
-		return st.View(ctx, func(tx memory.ReadTx) error {
-			return tx.ScanActive("", func(r *memory.Record) bool { return fn(r.ID, r.Summary) })
-		})
+	var vectors embed.Store = embedStore{b.Badger}
+	var every time.Duration
+	if b.Badger == nil {
+		vectors, every = kvEmbedStore{kv, embedNamespace(client.Model())}, sharedReconcile
 	}
-	x, err := embed.New(embed.Options{Client: client, Scan: scan, Store: embedStore{st}, Logger: log, Metrics: met})
+	x, err := embed.New(embed.Options{Client: client, Scan: activeTexts(b.Store), Store: vectors, Reconcile: every, Logger: log, Metrics: met})
 	if err != nil {
 		return nil, nil, err
 	}
-	stop := st.Follow(embedFeed{x})
+	stop := func() {}
+	if b.Badger != nil {
+		stop = b.Badger.Follow(embedFeed{x})
+	}
 	if err := x.Open(); err != nil { // loading and the first pass run in the background
 		stop()
 		return nil, nil, err
 	}
-	log.Info("semantic search on: active records are embedded after commit", "url", client.Endpoint(), "model", client.Model())
+	if every > 0 {
+		log.Info("semantic search on: active records are embedded by a periodic pass over the shared store",
+			"url", client.Endpoint(), "model", client.Model(), "every", every)
+	} else {
+		log.Info("semantic search on: active records are embedded after commit", "url", client.Endpoint(), "model", client.Model())
+	}
 	return x, func() {
 		stop()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -62,6 +82,21 @@ func openEmbeddings(cfg serveConfig, st *store.Store, reg prometheus.Registerer,
 			log.Warn("closing the embeddings worker", "err", err)
 		}
 	}, nil
+}
+
+// activeTexts is the worker's scan: the id and text of every active record
+// of st, read in one transaction. A transaction that reads its index of
+// active records (PostgreSQL's) is asked for that: its columns, without
+// decoding each record, which a pass every few seconds repeats.
+func activeTexts(st memory.Store) embed.ScanFunc {
+	return func(ctx context.Context, fn func(id, text string) bool) error {
+		return st.View(ctx, func(tx memory.ReadTx) error {
+			if idx, ok := tx.(search.ActiveScanner); ok {
+				return idx.ScanActiveIndex(ctx, "", memory.Scope{}, func(e store.ActiveEntry, _ uint64) bool { return fn(e.ID, e.Summary) })
+			}
+			return tx.ScanActive("", func(r *memory.Record) bool { return fn(r.ID, r.Summary) })
+		})
+	}
 }
 
 // embedFeed tells the embeddings worker of each commit's changes to the

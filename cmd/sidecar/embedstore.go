@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/memgate/memgate/embed"
+	"github.com/memgate/memgate/notify"
 	"github.com/memgate/memgate/store"
 )
 
@@ -49,5 +52,69 @@ func (e embedStore) Delete(ctx context.Context, keys []string) error {
 func (e embedStore) Scan(ctx context.Context, prefix string, fn func(key string, value []byte) bool) error {
 	return e.st.ScanPrefix(ctx, embedPrefix+prefix, func(k, v []byte) bool {
 		return fn(string(k[len(embedPrefix):]), v)
+	})
+}
+
+// embedNamespace is the KV namespace of a model's vectors on a shared
+// store: one per model, so instances running different models (during a
+// change of --embed-model across a fleet) neither take nor discard each
+// other's vectors.
+func embedNamespace(model string) string { return "embed/" + model }
+
+// sharedKV is what a shared store offers to keep vectors (pgstore.Store):
+// its KV area, with a missing key store.ErrNotFound, plus a scan of one
+// namespace in key order and a batched delete.
+type sharedKV interface {
+	notify.KV
+	ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error
+	DeleteKeys(ctx context.Context, namespace string, keys []string) error
+}
+
+// kvEmbedStore keeps embed's vectors in a namespace of a shared store's KV
+// area, where every instance on the database reads them.
+type kvEmbedStore struct {
+	kv sharedKV
+	ns string // embedNamespace
+}
+
+var _ embed.Store = kvEmbedStore{}
+
+func (e kvEmbedStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	v, err := e.kv.Get(ctx, e.ns, key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return v, true, nil
+}
+
+// Put writes the pairs one by one: each is a vector on its own, and one
+// lost to an error is embedded again, so the batch needs no transaction.
+func (e kvEmbedStore) Put(ctx context.Context, pairs []embed.KV) error {
+	for _, p := range pairs {
+		if err := e.kv.Put(ctx, e.ns, p.Key, p.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e kvEmbedStore) Delete(ctx context.Context, keys []string) error {
+	return e.kv.DeleteKeys(ctx, e.ns, keys)
+}
+
+// Scan reads the namespace in key order from prefix on and stops at the
+// first key past it.
+func (e kvEmbedStore) Scan(ctx context.Context, prefix string, fn func(key string, value []byte) bool) error {
+	return e.kv.ScanNamespace(ctx, e.ns, false, func(k string, v []byte) bool {
+		switch {
+		case strings.HasPrefix(k, prefix):
+			return fn(k, v)
+		case k < prefix:
+			return true // a key before the prefix, as "meta" before "v/"
+		}
+		return false
 	})
 }

@@ -279,7 +279,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	// One index of the active layer that every dialect and the governor's
 	// List read through: following Badger's commits, or scanning a store
 	// without a commit feed on each read.
-	semantic, closeEmbeddings, err := openEmbeddings(cfg, b.Badger, reg, log)
+	semantic, closeEmbeddings, err := openEmbeddings(cfg, b, reg, log)
 	if err != nil {
 		return err
 	}

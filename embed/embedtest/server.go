@@ -51,6 +51,7 @@ type Server struct {
 	calls    int
 	inputs   int
 	batches  []int
+	embedded map[string]int // texts embedded in successful answers, and how often
 	failures []failure
 	stall    chan struct{} // requests wait on it while not nil
 	pad      int
@@ -136,6 +137,15 @@ func (s *Server) Inputs() int {
 	return s.inputs
 }
 
+// Embedded returns how many times text was embedded in successful answers:
+// more than once means a client asked again for what it (or another
+// client sharing its vectors) had.
+func (s *Server) Embedded(text string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.embedded[text]
+}
+
 // Batches returns the number of texts of each request, in arrival order.
 func (s *Server) Batches() []int {
 	s.mu.Lock()
@@ -209,6 +219,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.inputs += len(texts)
+	if s.embedded == nil {
+		s.embedded = map[string]int{}
+	}
+	for _, t := range texts {
+		s.embedded[t]++
+	}
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
