@@ -3,7 +3,8 @@ package proxy_test
 // TestCorpusDialects runs the labelled corpus (policy/corpus) through every
 // dialect the agent listener serves, over real HTTP on loopback, against
 // the sidecar's stack: the default policy, the secret scanner and a Badger
-// store on disk. policy/corpus_test.go checks the governor alone; this
+// store on disk; TestCorpusDialectsOnPostgres runs it through one dialect
+// (Mem0's) on PostgreSQL. policy/corpus_test.go checks the governor alone; this
 // checks that no dialect changes what the governor decides on the way in
 // (a source, a layer, a subject it adds or drops) or misreports it on the
 // way out.
@@ -28,7 +29,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
@@ -331,9 +334,57 @@ func clip(b []byte) string {
 	return string(b)
 }
 
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// dialectStore is the store a stack runs on, with what serve wires to it:
+// the index search reads and Mem0's event log.
+type dialectStore struct {
+	st     memory.Store
+	index  *search.Index
+	events *mem0.EventLog
+}
+
+// openBadgerDialectStore opens Badger on disk, searched by an index that
+// follows its commits, as the binary runs it.
+func openBadgerDialectStore(t *testing.T) dialectStore {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
+	return dialectStore{st: st, index: search.New(st, search.Options{}), events: mem0.NewEventLog(st)}
+}
+
+// openPostgresDialectStore opens a fresh PostgreSQL database as serve
+// opens a shared store: searched by a scan per read (no commit feed),
+// Mem0's events in its KV area.
+func openPostgresDialectStore(t *testing.T) dialectStore {
+	t.Helper()
+	ctx := context.Background()
+	pg, err := pgstore.Open(ctx, pgstore.Options{URL: pgtest.New(t), Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pg.Close(); err != nil {
+			t.Errorf("closing the store: %v", err)
+		}
+	})
+	index, err := search.Open(ctx, pg, search.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dialectStore{st: pg, index: index, events: mem0.NewKVEventLog(pg)}
+}
+
 // newDialectStack builds the agent listener over the default policy, the
-// secret scanner and a Badger store on disk, and opens one MCP session.
-func newDialectStack(t *testing.T) *dialectStack {
+// secret scanner and the store open returns, and opens one MCP session.
+func newDialectStack(t *testing.T, open func(*testing.T) dialectStore) *dialectStack {
 	t.Helper()
 	ctx := context.Background()
 	cls := policy.New(policy.Options{Logger: discard()})
@@ -345,17 +396,10 @@ func newDialectStack(t *testing.T) *dialectStack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true, Logger: discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := st.Close(); err != nil {
-			t.Errorf("closing the store: %v", err)
-		}
-	})
-	index := search.New(st, search.Options{})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: cls, Secrets: sc, Logger: discard(),
+	ds := open(t)
+	t.Cleanup(ds.index.Close) // before the store closes
+	index := ds.index
+	gov := memory.NewGovernor(memory.Options{Store: ds.st, Classifier: cls, Secrets: sc, Logger: discard(),
 		// Under -race on a busy 2-core runner one evaluation may take longer
 		// than the sidecar's default; a timeout would park the write as a
 		// policy error and count as the classifier's.
@@ -363,7 +407,7 @@ func newDialectStack(t *testing.T) *dialectStack {
 
 	mux := http.NewServeMux()
 	(&proxy.Native{Gov: gov, Search: index, Log: discard()}).Register(mux)
-	m0 := mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index, Logger: discard()})
+	m0 := mem0.New(mem0.Options{Gov: gov, Events: ds.events, Search: index, Logger: discard()})
 	m0.Register(mux)
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: discard(), Mem0: m0}) // as the binary wires it
 	mcpSrv.Register(mux)
@@ -429,11 +473,31 @@ func TestCorpusDialects(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes the whole corpus once per dialect (about 5,000 governed writes)")
 	}
+	testCorpusDialects(t, newDialectStack(t, openBadgerDialectStore), dialectParts, dialectVariants())
+}
+
+// TestCorpusDialectsOnPostgres holds Mem0's dialect on PostgreSQL to the
+// same expectations, beside the governor called in process on that store:
+// the dialect whose event log lives in the database.
+func TestCorpusDialectsOnPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes the whole corpus twice (about 1,800 governed writes)")
+	}
+	var variants []dialectVariant
+	for _, vr := range dialectVariants() {
+		if vr.name == "governor" || vr.name == "mem0" {
+			variants = append(variants, vr)
+		}
+	}
+	testCorpusDialects(t, newDialectStack(t, openPostgresDialectStore), dialectParts, variants)
+}
+
+// testCorpusDialects writes the parts' examples once per variant on s and
+// checks each variant, and that the free-text variants agree.
+func testCorpusDialects(t *testing.T, s *dialectStack, parts []string, variants []dialectVariant) {
 	ctx := context.Background()
-	s := newDialectStack(t)
-	variants := dialectVariants()
 	corpus := map[string][]policy.Example{}
-	for _, part := range dialectParts {
+	for _, part := range parts {
 		corpus[part] = readDialectCorpus(t, part)
 	}
 
@@ -444,7 +508,7 @@ func TestCorpusDialects(t *testing.T) {
 		v, i int
 	}
 	var jobs []job
-	for _, part := range dialectParts {
+	for _, part := range parts {
 		results[part] = make([][]dialectResult, len(variants))
 		for v := range variants {
 			results[part][v] = make([]dialectResult, len(corpus[part]))
@@ -520,7 +584,7 @@ func TestCorpusDialects(t *testing.T) {
 
 	// Settle every result first, so the comparison of the dialects below
 	// holds whichever subtests -run selects.
-	for _, part := range dialectParts {
+	for _, part := range parts {
 		for v, vr := range variants {
 			for i, e := range corpus[part] {
 				r := &results[part][v][i]
@@ -569,7 +633,7 @@ func TestCorpusDialects(t *testing.T) {
 		}
 	}
 
-	for _, part := range dialectParts {
+	for _, part := range parts {
 		for v, vr := range variants {
 			t.Run(part+"/"+vr.name, func(t *testing.T) {
 				sc := &dialectScore{}
@@ -607,7 +671,7 @@ func TestCorpusDialects(t *testing.T) {
 	}
 
 	// Where the free-text variants disagree about one example.
-	for _, part := range dialectParts {
+	for _, part := range parts {
 		var lines []string
 		var free []int
 		for v, vr := range variants {

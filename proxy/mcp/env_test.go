@@ -1,6 +1,7 @@
 package mcp
 
-// Test environment: a real Governor on a real Badger database in a temp dir,
+// Test environment: a real Governor on a real Badger database in a temp dir
+// (or on a fresh PostgreSQL database, newPostgresEnv),
 // the MCP handler on a real loopback HTTP server, and the official Go SDK
 // client talking to it. Decisions come from testPolicy, which states the
 // policy each test relies on.
@@ -16,8 +17,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -49,6 +53,7 @@ type env struct {
 	http *httptest.Server
 }
 
+// newEnv runs the env on Badger in a temp dir.
 func newEnv(t testing.TB) *env {
 	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
@@ -57,7 +62,32 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-	m0 := mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st)})
+	return serveEnv(t, gov, mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st)}))
+}
+
+// newPostgresEnv runs the env on a fresh PostgreSQL database as serve runs
+// a shared store: the governor on pgstore, search scanning it per query
+// (it has no commit feed), Mem0's events in its KV area.
+func newPostgresEnv(t testing.TB) *env {
+	t.Helper()
+	ctx := context.Background()
+	pg, err := pgstore.Open(ctx, pgstore.Options{URL: pgtest.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Close() })
+	index, err := search.Open(ctx, pg, search.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(index.Close)
+	gov := memory.NewGovernor(memory.Options{Store: pg, Classifier: memory.ClassifierFunc(testPolicy), Active: index})
+	return serveEnv(t, gov, mem0.New(mem0.Options{Gov: gov, Events: mem0.NewKVEventLog(pg), Search: index}))
+}
+
+// serveEnv serves MCP and m0's routes for gov on loopback.
+func serveEnv(t testing.TB, gov *memory.Governor, m0 *mem0.Handler) *env {
+	t.Helper()
 	srv := NewServer(gov, Options{Version: "test", Mem0: m0})
 	mux := http.NewServeMux()
 	srv.Register(mux)
@@ -68,6 +98,16 @@ func newEnv(t testing.TB) *env {
 		hs.Close()
 	})
 	return &env{t: t, gov: gov, srv: srv, http: hs}
+}
+
+// onEachStore runs fn on an env over Badger and on one over PostgreSQL.
+func onEachStore(t *testing.T, fn func(t *testing.T, e *env)) {
+	for _, on := range []struct {
+		name string
+		env  func(testing.TB) *env
+	}{{"badger", newEnv}, {"postgres", newPostgresEnv}} {
+		t.Run(on.name, func(t *testing.T) { fn(t, on.env(t)) })
+	}
 }
 
 // headerRoundTripper sends fixed headers with every request.

@@ -13,8 +13,12 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
+// TestMem0ToolsLifecycle runs on Badger and on PostgreSQL.
 func TestMem0ToolsLifecycle(t *testing.T) {
-	e := newEnv(t)
+	onEachStore(t, testMem0ToolsLifecycle)
+}
+
+func testMem0ToolsLifecycle(t *testing.T, e *env) {
 	cs := e.connect("mem0-client", nil)
 
 	var add writeAnswer
@@ -94,8 +98,13 @@ func TestMem0ToolsLifecycle(t *testing.T) {
 	}
 }
 
+// TestMem0ParkedWriteIsPendingUntilDecided runs on Badger and on
+// PostgreSQL, whose KV area holds the event log.
 func TestMem0ParkedWriteIsPendingUntilDecided(t *testing.T) {
-	e := newEnv(t)
+	onEachStore(t, testMem0ParkedWriteIsPendingUntilDecided)
+}
+
+func testMem0ParkedWriteIsPendingUntilDecided(t *testing.T, e *env) {
 	cs := e.connect("mem0-client", nil)
 	ctx := context.Background()
 

@@ -78,9 +78,14 @@ func scenario(t *testing.T, e *env, nc *nodeClient) string {
 	return w[0].RecordID
 }
 
+// TestTypeScriptClientOverHTTP runs the scenario on Badger and on
+// PostgreSQL.
 func TestTypeScriptClientOverHTTP(t *testing.T) {
 	harnessDir(t)
-	e := newEnv(t)
+	onEachStore(t, testTypeScriptClientOverHTTP)
+}
+
+func testTypeScriptClientOverHTTP(t *testing.T, e *env) {
 	headers, _ := json.Marshal(map[string]string{HeaderAgentID: "openclaw-main", HeaderRunID: "run-9"})
 	nc := startNode(t, map[string]string{"MCP_URL": e.http.URL + "/mcp", "MCP_HEADERS": string(headers),
 		"MCP_CLIENT_NAME": "openclaw"})

