@@ -41,7 +41,11 @@ var shared struct {
 
 // Main runs a package's tests (call it from TestMain) and then stops the
 // cluster they shared, if one was started.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with cleanup of its own: it returns the
+// tests' exit code instead of exiting.
+func Run(m *testing.M) int {
 	shared.mu.Lock()
 	shared.inMain = true
 	shared.mu.Unlock()
@@ -53,7 +57,7 @@ func Main(m *testing.M) {
 		}
 	}
 	shared.mu.Unlock()
-	os.Exit(code)
+	return code
 }
 
 // New returns the URL of a fresh, empty database, dropped when the test

@@ -16,10 +16,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/memgate/memgate/internal/pgtest"
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Run(m) // the PostgreSQL runs share one throwaway cluster
 	if bridgeDir != "" {
 		os.RemoveAll(bridgeDir)
 	}
