@@ -38,7 +38,7 @@ func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory
 	q := `SELECT subject_id, id, version, layer, scope_user_id, scope_agent_id, scope_app_id, scope_run_id,
 			summary, created_ns, activated_ns
 		FROM memgate_records WHERE status = 'active' AND (subject_id, id) > ($1, $2)` + where.String() +
-		" ORDER BY subject_id, id" + limit
+		" ORDER BY subject_id, id" + activeLimit
 	// Strings that repeat (subjects, layers, scope ids) are shared between
 	// the entries of one scan, as the Badger store shares them.
 	intern := map[string]string{}
@@ -53,7 +53,7 @@ func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory
 		return err
 	}
 	st := &tx{ctx: ctx, tx: t.tx}
-	err := scan(st, cursor{}, func(c cursor) (string, []any) {
+	err := scanPages(st, activePageSize, cursor{}, func(c cursor) (string, []any) {
 		args[0], args[1] = c[0], c[1]
 		return q, args
 	}, func(r pgx.CollectableRow) (entryVersion, cursor, error) {

@@ -53,7 +53,20 @@ func preloaded(b *testing.B, n int, cand func(i int) memory.Candidate) (*store.S
 	if err != nil {
 		b.Fatal(err)
 	}
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
+	preload(b, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)}), n, cand)
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	if st, err = store.Open(store.Options{Dir: dir, GroupCommit: true}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)}), New(st, Options{})
+}
+
+// preload submits n candidates through gov, 8 at a time.
+func preload(b *testing.B, gov *memory.Governor, n int, cand func(i int) memory.Candidate) {
+	b.Helper()
 	var next atomic.Int64
 	var failed atomic.Value
 	var wg sync.WaitGroup
@@ -71,14 +84,6 @@ func preloaded(b *testing.B, n int, cand func(i int) memory.Candidate) (*store.S
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Close(); err != nil {
-		b.Fatal(err)
-	}
-	if st, err = store.Open(store.Options{Dir: dir, GroupCommit: true}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)}), New(st, Options{})
 }
 
 // BenchmarkList10k is the native list route's read of a subject with

@@ -287,6 +287,11 @@ func importInto(ctx context.Context, dataDir, storeURL string, in io.Reader) (sn
 	if errors.Is(err, snapshot.ErrPartialImport) && storeURL != "" {
 		err = fmt.Errorf("%w: drop and recreate the database, then import again", err)
 	}
+	// A database filled at once has no statistics until autovacuum comes:
+	// its scans would be planned as if its tables were empty.
+	if a, ok := st.(interface{ Analyze(context.Context) error }); ok && err == nil {
+		err = a.Analyze(ctx)
+	}
 	return n, errors.Join(err, st.Close())
 }
 
