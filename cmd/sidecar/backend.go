@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,9 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
@@ -83,13 +87,38 @@ func openBackend(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backe
 			open = openPostgres
 		}
 		where := "PostgreSQL " + redactedURL(cfg.store)
-		st, err := open(ctx, cfg.store, log)
+		st, err := openWaiting(ctx, func(ctx context.Context) (sharedStore, error) { return open(ctx, cfg.store, log) },
+			cmp.Or(cfg.storeWait, storeWait), where, log)
 		if err != nil {
 			return nil, fmt.Errorf("--store %s: %w", where, err)
 		}
 		return sharedBackend(st, where), nil
 	}
 	return nil, fmt.Errorf("--store: unknown scheme %q: give postgres://… or postgresql://…, or leave it empty for the embedded store under --data-dir", u.Scheme)
+}
+
+// storeWait is how long serve waits at start for a database that does not
+// answer (it may be starting beside memgate) before giving up.
+const storeWait = time.Minute
+
+// openWaiting opens a shared store, trying again with backoff for up to
+// wait while the database is unavailable (a refused or dropped
+// connection); any other error (a wrong password, a newer schema) fails at
+// once.
+func openWaiting(ctx context.Context, open func(context.Context) (sharedStore, error), wait time.Duration,
+	where string, log *slog.Logger) (sharedStore, error) {
+	exp := backoff.NewExponentialBackOff()
+	exp.InitialInterval, exp.MaxInterval = 500*time.Millisecond, 10*time.Second
+	return backoff.Retry(ctx, func() (sharedStore, error) {
+		st, err := open(ctx)
+		if err != nil && memory.ErrorCode(err) != memory.EUNAVAILABLE {
+			return nil, backoff.Permanent(err)
+		}
+		return st, err
+	}, backoff.WithBackOff(exp), backoff.WithMaxElapsedTime(wait), backoff.WithNotify(func(err error, next time.Duration) {
+		log.Warn("the store does not answer yet; trying again", "store", where, "in", next.Round(time.Millisecond).String(),
+			"err", memory.ErrorMessage(err))
+	}))
 }
 
 // openPostgres opens a PostgreSQL store, applying its migrations.

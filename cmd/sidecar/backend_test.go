@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"log/slog"
@@ -147,7 +148,7 @@ func TestOpenBackendByStoreURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.store, func(t *testing.T) {
-			cfg := serveConfig{dataDir: t.TempDir(), store: tt.store, openShared: tt.open}
+			cfg := serveConfig{dataDir: t.TempDir(), store: tt.store, openShared: tt.open, storeWait: 300 * time.Millisecond}
 			b, err := openBackend(context.Background(), cfg, log)
 			if tt.errWant != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errWant) || strings.Contains(err.Error(), "hunter2") {
@@ -165,6 +166,48 @@ func TestOpenBackendByStoreURL(t *testing.T) {
 			}
 			if !tt.badger && (b.Where != tt.where || strings.Contains(b.Where, "hunter2")) {
 				t.Fatalf("Where = %q, want %q", b.Where, tt.where)
+			}
+		})
+	}
+}
+
+// TestOpenWaitsForTheDatabase: at start, a database that does not answer
+// is tried again until it does, within the wait; any other error, and one
+// that outlasts the wait, fails start.
+func TestOpenWaitsForTheDatabase(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	down := memory.Errorf(memory.EUNAVAILABLE, "the database is unavailable: connection refused")
+	tests := []struct {
+		name    string
+		fails   int   // attempts that fail before one succeeds
+		err     error // what they fail with
+		wait    time.Duration
+		calls   int // attempts made, at most (0: exactly fails+1)
+		errWant string
+	}{
+		{name: "answers at the third attempt", fails: 2, err: down, wait: time.Minute},
+		{name: "a wrong password fails at once", fails: 5, err: errors.New("password authentication failed"), wait: time.Minute,
+			calls: 1, errWant: "password authentication failed"},
+		{name: "down for longer than the wait", fails: 1000, err: down, wait: 1500 * time.Millisecond, calls: 5, errWant: "unavailable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			st, err := openWaiting(context.Background(), func(context.Context) (sharedStore, error) {
+				if calls++; calls <= tt.fails {
+					return nil, tt.err
+				}
+				return newFakeShared(t), nil
+			}, tt.wait, "a test store", log)
+			if tt.errWant == "" {
+				if err != nil || calls != tt.fails+1 {
+					t.Fatalf("after %d attempts: %v; want a store at attempt %d", calls, err, tt.fails+1)
+				}
+				st.Close()
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.errWant) || calls > tt.calls {
+				t.Fatalf("after %d attempts (at most %d): %v; want an error saying %q", calls, tt.calls, err, tt.errWant)
 			}
 		})
 	}

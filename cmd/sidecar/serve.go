@@ -41,7 +41,8 @@ import (
 type serveConfig struct {
 	dataDir            string
 	store              string
-	openShared         openShared // opens a --store database; nil: openPostgres (tests give another)
+	openShared         openShared    // opens a --store database; nil: openPostgres (tests give another)
+	storeWait          time.Duration // how long start waits for a database that does not answer; 0: storeWait
 	listen             string
 	adminListen        string
 	policyDir          string
