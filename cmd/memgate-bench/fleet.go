@@ -13,6 +13,7 @@ import (
 
 	"github.com/memgate/memgate/bench/load"
 	"github.com/memgate/memgate/bench/sidecar"
+	"github.com/memgate/memgate/internal/pgcluster"
 )
 
 // parseInstances reads -instances: "2", or a list "1,2,4" measured in turn.
@@ -33,14 +34,14 @@ func parseInstances(s string) ([]int, error) {
 // databases there and drops them after.
 type pgServer struct {
 	url     string // a database on the server to connect to for CREATE DATABASE
-	cluster *pgCluster
+	cluster *pgcluster.Cluster
 	nonce   string
 }
 
 func openPGServer(ctx context.Context, storeURL string, startCluster bool, log io.Writer) (*pgServer, error) {
 	s := &pgServer{url: storeURL, nonce: strconv.FormatInt(time.Now().UnixNano()%(1<<40), 36)}
 	if startCluster {
-		c, err := startPGCluster(ctx, log)
+		c, err := startPGCluster(log)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +61,7 @@ func (s *pgServer) restart(ctx context.Context) error {
 	if s.cluster == nil {
 		return errors.New("only a cluster started with -pg-cluster can be restarted")
 	}
-	return s.cluster.Restart(ctx)
+	return s.cluster.Restart()
 }
 
 func (s *pgServer) Close() error {

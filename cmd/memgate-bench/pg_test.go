@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/bench/load"
+	"github.com/memgate/memgate/internal/pgcluster"
 )
 
 // needPostgres skips a test in -short mode or where PostgreSQL is not
@@ -21,16 +23,19 @@ func needPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL cluster")
 	}
-	if _, err := pgBinDir(); err != nil {
+	if err := pgcluster.Installed(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
 		t.Skip(err)
 	}
 }
 
 // startTestCluster starts a throwaway cluster for one test.
-func startTestCluster(t *testing.T) *pgCluster {
+func startTestCluster(t *testing.T) *pgcluster.Cluster {
 	t.Helper()
 	needPostgres(t)
-	c, err := startPGCluster(context.Background(), io.Discard)
+	c, err := startPGCluster(io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +49,7 @@ func startTestCluster(t *testing.T) *pgCluster {
 
 // startTestBaseline starts handlers bare PostgreSQL handlers on a fresh
 // database of a throwaway cluster, all removed when the test ends.
-func startTestBaseline(t *testing.T, handlers, recordBytes int) (*pgCluster, string, *load.PGBaseline) {
+func startTestBaseline(t *testing.T, handlers, recordBytes int) (*pgcluster.Cluster, string, *load.PGBaseline) {
 	t.Helper()
 	c := startTestCluster(t)
 	ctx := context.Background()
@@ -82,7 +87,7 @@ func TestPGBaselineWritesThroughAFleetOfHandlers(t *testing.T) {
 	if w.OK == 0 || w.OK != w.Calls {
 		t.Fatalf("writes: %d of %d ok (%v)", w.OK, w.Calls, res.All.Failed)
 	}
-	if err := c.Restart(ctx); err != nil {
+	if err := c.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := pgx.Connect(ctx, dbURL)
