@@ -80,21 +80,20 @@ func openBackend(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backe
 		// Not echoed: a key=value connection string may hold a password.
 		return nil, errors.New("--store is not a URL: give postgres://… or postgresql://…, or leave it empty for the embedded store under --data-dir")
 	}
-	switch strings.ToLower(u.Scheme) {
-	case "postgres", "postgresql":
-		open := cfg.openShared
-		if open == nil {
-			open = openPostgres
-		}
-		where := "PostgreSQL " + redactedURL(cfg.store)
-		st, err := openWaiting(ctx, func(ctx context.Context) (sharedStore, error) { return open(ctx, cfg.store, log) },
-			cmp.Or(cfg.storeWait, storeWait), where, log)
-		if err != nil {
-			return nil, fmt.Errorf("--store %s: %w", where, err)
-		}
-		return sharedBackend(st, where), nil
+	if !isPostgresURL(cfg.store) {
+		return nil, fmt.Errorf("--store: unknown scheme %q: give postgres://… or postgresql://…, or leave it empty for the embedded store under --data-dir", u.Scheme)
 	}
-	return nil, fmt.Errorf("--store: unknown scheme %q: give postgres://… or postgresql://…, or leave it empty for the embedded store under --data-dir", u.Scheme)
+	open := cfg.openShared
+	if open == nil {
+		open = openPostgres
+	}
+	where := "PostgreSQL " + redactedURL(cfg.store)
+	st, err := openWaiting(ctx, func(ctx context.Context) (sharedStore, error) { return open(ctx, cfg.store, log) },
+		cmp.Or(cfg.storeWait, storeWait), where, log)
+	if err != nil {
+		return nil, fmt.Errorf("--store %s: %w", where, err)
+	}
+	return sharedBackend(st, where), nil
 }
 
 // storeWait is how long serve waits at start for a database that does not
