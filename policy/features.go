@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/textfold"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -68,6 +67,12 @@ type textFeatures struct {
 	literals *prefilterIndex
 	first    []rankedList
 	captures []captureSpec
+	// builtin maps the builtin features the policy declares to their
+	// ids (see texts.go).
+	builtin map[string]int
+	// contextSources are the evidence source prefixes whose evidence is
+	// a conversation, read by patterns only.
+	contextSources []string
 	// emit marks the features reported in text_features; nil: all. A
 	// query's own copy (see forShape) reports only what it reads.
 	emit []bool
@@ -195,6 +200,22 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 	}
 	if f.captures, err = parseCaptures(spec); err != nil {
 		return nil, err
+	}
+	builtin, ok := stringList(spec["builtin"])
+	if !ok {
+		return nil, fmt.Errorf("data memgate_config.features.builtin: want a list of strings")
+	}
+	for _, name := range builtin {
+		if !slices.Contains(builtinFeatures, name) {
+			return nil, fmt.Errorf("data memgate_config.features.builtin: unknown feature %q (the sidecar computes %s)", name, strings.Join(builtinFeatures, ", "))
+		}
+		if f.builtin == nil {
+			f.builtin = map[string]int{}
+		}
+		f.builtin[name] = f.id(name)
+	}
+	if f.contextSources, ok = stringList(spec["context_sources"]); !ok {
+		return nil, fmt.Errorf("data memgate_config.features.context_sources: want a list of strings")
 	}
 	return f, nil
 }
@@ -355,7 +376,7 @@ func objectOf(items [][2]*ast.Term) ast.Object {
 
 // match returns the facts of a candidate whose normalized text is norm.
 func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
-	return f.facts(f.scan(rec, norm, textfold.Text(rec.Summary)))
+	return f.facts(f.scan(rec, readCandidate(rec, f.contextSources), norm))
 }
 
 // facts reports what s found as the input's text fields: the features f

@@ -34,7 +34,7 @@ func inputScanned(in *memory.PolicyInput, features *textFeatures, scans *scanMem
 		f.str("op", string(in.Op))
 	}
 	if f.has("candidate") {
-		cand, err := recordValue(in.Candidate, features, scans, shape.field("candidate"))
+		cand, err := candidateValue(in.Candidate, features, scans, shape.field("candidate"))
 		if err != nil {
 			return nil, fmt.Errorf("candidate: %w", err)
 		}
@@ -126,6 +126,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"status", "candidateSource", "scope", "metadata", "evidence", "affects", "supersedes", "supersededBy",
 		"rollbackPoint", "expectedHead", "decision", "review", "rollbackReason", "createdAt", "activatedAt",
 		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey, textFirstKey, textCapturesKey, textClausesKey,
+		textScanKey, textMoreKey, textReadKey,
 		"agentId", "userId", "runId", "sessionId", "remoteAddr", "client", "appId", "excerpt", "sourceRef",
 		"risk", "action", "reasons", "rule", "message", "revision", "policyError",
 		"outcome", "by", "route", "mode", "note", "at"} {
@@ -218,9 +219,18 @@ func (f *fields) timeOmit(k string, t time.Time) {
 
 func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
 
-// recordValue encodes a record, only the fields in shape; the candidate
-// also gets its text facts, its scan taken from scans.
+// candidateValue encodes the candidate: recordValue, with its text facts
+// (its scan taken from scans) and the texts they were found in.
+func candidateValue(r *memory.Record, features *textFeatures, scans *scanMemo, shape *inputShape) (ast.Value, error) {
+	return recordFields(r, features, scans, shape, true)
+}
+
+// recordValue encodes a record, only the fields in shape.
 func recordValue(r *memory.Record, features *textFeatures, scans *scanMemo, shape *inputShape) (ast.Value, error) {
+	return recordFields(r, features, scans, shape, false)
+}
+
+func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, shape *inputShape, cand bool) (ast.Value, error) {
 	if r == nil {
 		return ast.Null{}, nil
 	}
@@ -299,8 +309,39 @@ func recordValue(r *memory.Record, features *textFeatures, scans *scanMemo, shap
 			f.str(textNormKey, normalizeText(r.Summary))
 		}
 	}
+	// The candidate's texts, for the policy's reference definitions: only
+	// tests read them.
+	var ct *candidateText
+	if cand && (f.has(textClausesKey) || f.has(textScanKey) || f.has(textMoreKey) || f.has(textReadKey)) {
+		if scan != nil {
+			ct = scan.texts
+		} else {
+			ct = readCandidate(r, features.contextSourceList())
+		}
+	}
 	if f.has(textClausesKey) {
-		f.term(textClausesKey, stringsTerm(clauses(r.Summary)))
+		if ct != nil {
+			f.term(textClausesKey, stringsTerm(ct.clauses()))
+		} else {
+			f.term(textClausesKey, stringsTerm(clauses(r.Summary)))
+		}
+	}
+	if ct != nil {
+		if f.has(textScanKey) {
+			if scan != nil {
+				f.str(textScanKey, scan.scanNorm)
+			} else {
+				f.str(textScanKey, ct.scanNorm(normalizeFolded(ct.folded)))
+			}
+		}
+		f.term(textMoreKey, stringsTerm(ct.more))
+		var read [][2]*ast.Term
+		for _, name := range builtinFeatures {
+			if ct.builtin[name] {
+				read = append(read, item(name, trueTerm))
+			}
+		}
+		f.term(textReadKey, ast.NewTerm(objectOf(read)))
 	}
 	if scan != nil {
 		facts := features.facts(scan)

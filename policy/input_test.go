@@ -85,7 +85,8 @@ func TestInputMatchesJSON(t *testing.T) {
 	}
 }
 
-var sidecarFields = map[string]bool{textNormKey: true, textFeaturesKey: true, textFirstKey: true, textCapturesKey: true, textClausesKey: true}
+var sidecarFields = map[string]bool{textNormKey: true, textFeaturesKey: true, textFirstKey: true, textCapturesKey: true, textClausesKey: true,
+	textScanKey: true, textMoreKey: true, textReadKey: true}
 
 // stripSidecarFields removes the text fields the sidecar adds wherever they are.
 func stripSidecarFields(t *testing.T, v ast.Value) ast.Value {

@@ -68,6 +68,23 @@ func (pp *plainPath) input(in *memory.PolicyInput) (map[string]any, error) {
 			addTextFields(p, in.Pending[i])
 		}
 	}
+	if cand, ok := doc["candidate"].(map[string]any); ok && in.Candidate != nil {
+		ct := readCandidate(in.Candidate, anyStrings(pp.spec["context_sources"]))
+		parts := []any{}
+		for _, c := range ct.clauses() {
+			parts = append(parts, c)
+		}
+		more := []any{}
+		for _, m := range ct.more {
+			more = append(more, m)
+		}
+		read := map[string]any{}
+		for name := range ct.builtin {
+			read[name] = true
+		}
+		cand[textClausesKey], cand[textMoreKey], cand[textReadKey] = parts, more, read
+		cand[textScanKey] = ct.scanNorm(normalizeFolded(ct.folded))
+	}
 	if cand, ok := doc["candidate"].(map[string]any); ok && pp.spec != nil {
 		features, first, captures, err := plainFacts(pp.spec, cand)
 		if err != nil {
@@ -98,6 +115,7 @@ func addTextFields(doc any, rec *memory.Record) {
 // strings.Contains, every regexp run, lists in the data's order.
 func plainFacts(spec, cand map[string]any) (features, first, captures map[string]any, err error) {
 	text, _ := cand[textNormKey].(string)
+	scanned, _ := cand[textScanKey].(string)
 	summary, _ := cand["summary"].(string)
 	evidence, _ := cand["evidence"].(map[string]any)
 	excerpt, _ := evidence["excerpt"].(string)
@@ -109,12 +127,12 @@ func plainFacts(spec, cand map[string]any) (features, first, captures map[string
 		}
 		valueText = string(b)
 	}
-	raws := []string{summary, excerpt, valueText}
+	raws := append([]string{summary, excerpt, valueText}, anyStrings(cand[textMoreKey])...)
 	keywords, _ := spec["keywords"].(map[string]any)
 	except, _ := spec["except"].(map[string]any)
 	features = map[string]any{}
 	for name, kws := range keywords {
-		if _, masked := except[name]; !masked && containsAny(text, kws) {
+		if _, masked := except[name]; !masked && containsAny(scanned, kws) {
 			features[name] = true
 		}
 	}
@@ -123,7 +141,7 @@ func plainFacts(spec, cand map[string]any) (features, first, captures map[string
 		for _, p := range sortedStrings(phrases) {
 			oldnew = append(oldnew, p, " ")
 		}
-		if containsAny(strings.NewReplacer(oldnew...).Replace(text), keywords[name]) {
+		if containsAny(strings.NewReplacer(oldnew...).Replace(scanned), keywords[name]) {
 			features[name] = true
 		}
 	}
@@ -148,6 +166,12 @@ func plainFacts(spec, cand map[string]any) (features, first, captures map[string
 					features[name] = true
 				}
 			}
+		}
+	}
+	read, _ := cand[textReadKey].(map[string]any)
+	for _, name := range anyStrings(spec["builtin"]) {
+		if read[name] == true {
+			features[name] = true
 		}
 	}
 	first = map[string]any{}

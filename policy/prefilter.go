@@ -257,9 +257,12 @@ func newPrefilterIndex(patterns []patternFeature) *prefilterIndex {
 }
 
 // matchPatterns sets found[id] for every pattern feature with a regexp
-// matching the summary, the evidence excerpt or the value.
-func (f *textFeatures) matchPatterns(rec *memory.Record, found []bool) {
-	raws := [3]string{rec.Summary, rec.Evidence.Excerpt, valueText(rec.Value)}
+// matching the summary, the evidence excerpt, the value or one of the
+// candidate's other texts (more).
+func (f *textFeatures) matchPatterns(rec *memory.Record, more []string, found []bool) {
+	var rbuf [8]string
+	raws := append(rbuf[:0], rec.Summary, rec.Evidence.Excerpt, valueText(rec.Value))
+	raws = append(raws, more...)
 	var buf [64]bool
 	lits := buf[:0]
 	if f.literals.lists <= len(buf) {
@@ -280,7 +283,7 @@ func (f *textFeatures) matchPatterns(rec *memory.Record, found []bool) {
 			if pf.lits[j] >= 0 && !lits[pf.lits[j]] {
 				continue
 			}
-			if matchesAny(re.re, raws[:]) {
+			if matchesAny(re.re, raws) {
 				found[pf.id] = true
 				break
 			}

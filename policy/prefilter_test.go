@@ -96,7 +96,7 @@ func TestPatternFeaturesMatchThePlainRegexps(t *testing.T) {
 			{Summary: "a note", Value: value},
 		} {
 			found := make([]bool, len(f.names))
-			f.matchPatterns(rec, found)
+			f.matchPatterns(rec, nil, found)
 			for _, pf := range f.patterns {
 				want := false
 				for _, re := range pf.res {

@@ -5,15 +5,18 @@ import (
 	"sync"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/textfold"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// textScan is what the sidecar found in one candidate's text: its
+// textScan is what the sidecar found in one candidate's texts: its
 // normalized summary, which features occur and the captures. It is
 // immutable once built, so the queries of one write share it.
 type textScan struct {
 	norm string
+	// texts are the candidate's texts the features were found in, and
+	// scanNorm the normalized text keyword lists were matched against.
+	texts    *candidateText
+	scanNorm string
 	// found is indexed by feature id (textFeatures.names).
 	found    []bool
 	captures map[string]*ast.Term // capture name -> what it captured
@@ -22,19 +25,21 @@ type textScan struct {
 // scanText finds f's features and captures in rec's texts, folding its
 // summary once for the normalized text and the clauses.
 func (f *textFeatures) scanText(rec *memory.Record) *textScan {
-	folded := textfold.Text(rec.Summary)
-	return f.scan(rec, normalizeFolded(folded), folded)
+	ct := readCandidate(rec, f.contextSources)
+	return f.scan(rec, ct, normalizeFolded(ct.folded))
 }
 
-// scan finds f's features and captures in rec, whose summary folded is
-// folded and normalized norm.
-func (f *textFeatures) scan(rec *memory.Record, norm, folded string) *textScan {
-	s := &textScan{norm: norm, found: make([]bool, len(f.names))}
+// scan finds f's features and captures in rec, whose texts are ct and
+// whose summary normalized is norm. Keyword lists, leads and patterns are
+// matched against every text; captures against the summary (they name
+// where a free-text memory goes).
+func (f *textFeatures) scan(rec *memory.Record, ct *candidateText, norm string) *textScan {
+	s := &textScan{norm: norm, texts: ct, scanNorm: ct.scanNorm(norm), found: make([]bool, len(f.names))}
 	found := s.found
-	f.index.match(norm, found) // keyword list i is feature i
+	f.index.match(s.scanNorm, found) // keyword list i is feature i
 	for _, e := range f.excepts {
 		var hit [1]bool
-		e.index.match(e.mask.Replace(norm), hit[:])
+		e.index.match(e.mask.Replace(s.scanNorm), hit[:])
 		found[e.id] = hit[0]
 	}
 	if len(f.leads) > 0 {
@@ -45,7 +50,7 @@ func (f *textFeatures) scan(rec *memory.Record, norm, folded string) *textScan {
 		} else {
 			lfound = make([]bool, n)
 		}
-		f.leadIndex.match(clauseHeads(folded), lfound)
+		f.leadIndex.match(ct.clauseHeads(), lfound)
 		for i, hit := range lfound {
 			if hit {
 				found[f.leadIDs[i]] = true
@@ -53,7 +58,10 @@ func (f *textFeatures) scan(rec *memory.Record, norm, folded string) *textScan {
 		}
 	}
 	if len(f.patterns) > 0 {
-		f.matchPatterns(rec, found)
+		f.matchPatterns(rec, ct.more, found)
+	}
+	for name, id := range f.builtin {
+		found[id] = ct.builtin[name]
 	}
 	for _, cs := range f.captures {
 		if c, ok := cs.capture(norm); ok {
@@ -74,9 +82,9 @@ const scanMemoSize = 64
 // write: the governor places free text, then decides the placed write,
 // and both queries read the same text facts (issue 15: the scan was half
 // of a placement's cost). A scan is found again only for the same
-// summary, evidence excerpt and value, the three texts features are
-// matched against, so a placement that filled in a value is scanned
-// afresh. It remembers the last scanMemoSize texts, oldest out first.
+// texts (summary, evidence and its source, value and metadata: what
+// features are matched against), so a placement that filled in a value is
+// scanned afresh. It remembers the last scanMemoSize texts, oldest out first.
 type scanMemo struct {
 	// spec finds what every query of the revision reads: a query whose
 	// features are not one of owners (a test's hand-built query) scans
@@ -90,7 +98,7 @@ type scanMemo struct {
 	next   int
 }
 
-type scanKey struct{ summary, excerpt, value string }
+type scanKey struct{ summary, excerpt, sourceRef, value, metadata string }
 
 // newScanMemo returns a memo for the queries whose features are given
 // (nil ones read no text); nil when none reads any.
@@ -114,7 +122,7 @@ func (m *scanMemo) get(rec *memory.Record, want *textFeatures) *textScan {
 	if m == nil || !slices.Contains(m.owners, want) {
 		return want.scanText(rec)
 	}
-	k := scanKey{rec.Summary, rec.Evidence.Excerpt, string(rec.Value)}
+	k := scanKey{rec.Summary, rec.Evidence.Excerpt, rec.Evidence.SourceRef, string(rec.Value), mapWords(rec.Metadata)}
 	m.mu.Lock()
 	s := m.recent[k]
 	m.mu.Unlock()

@@ -21,10 +21,13 @@ type write struct {
 	value    string // JSON
 	source   memory.Source
 	evidence string
-	op       memory.Op
-	current  *memory.Record // the slot's active version
-	pending  []*memory.Record
-	want     outcome
+	// sourceRef is the evidence's source; metadata the writer's.
+	sourceRef string
+	metadata  map[string]any
+	op        memory.Op
+	current   *memory.Record // the slot's active version
+	pending   []*memory.Record
+	want      outcome
 }
 
 type outcome struct {
@@ -192,7 +195,8 @@ func submit(ctx context.Context, t testing.TB, c evaluator, w write) (memory.Dec
 	rec := &memory.Record{ID: "01JCAND000000000000000000", Op: w.op, Layer: w.layer, SubjectID: w.subject,
 		FactType: w.factType, Summary: w.summary, Status: memory.StatusPending, CandidateSource: w.source,
 		Actor: memory.Actor{AgentID: "openclaw", UserID: "user-1", Dialect: "mem0"}, Scope: memory.Scope{UserID: "user-1"},
-		Evidence: memory.Evidence{Excerpt: w.evidence}, CreatedAt: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
+		Evidence: memory.Evidence{Excerpt: w.evidence, SourceRef: w.sourceRef}, Metadata: w.metadata,
+		CreatedAt: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)}
 	if rec.Op == "" {
 		rec.Op = memory.OpWrite
 	}

@@ -79,6 +79,24 @@ fired contains "inference_in_text" if {
 	not same_as_current
 }
 
+# Text the classifier cannot read: a language its lexicons do not cover.
+# A judge, when one is configured and answered, reads it instead (its
+# verdict raises risk through judge_flagged); otherwise a human does,
+# unless an operator set this rule's action to apply.
+fired contains "unreadable_text" if {
+	input.candidate.text_features["lang.other"]
+	not input.judge.risk
+	not same_as_current
+}
+
+# Text that reads only once rot13 is undone or it is reversed: no ordinary
+# memory is written so. (Base64 and hex readings are judged for what they
+# say, like the rest of the text: features are found in them too.)
+fired contains "obfuscated_text" if {
+	input.candidate.text_features["text.obfuscated"]
+	not same_as_current
+}
+
 # A model judge can raise risk, never lower it.
 fired contains "judge_flagged" if {
 	input.judge.risk != "low"
@@ -111,6 +129,8 @@ strategy_rule := r if {
 	r := config.topics[input.candidate.factType].rule
 } else := "permission_boundary" if {
 	text_permission
+} else := "permission_boundary" if {
+	fact_type_permission
 } else := "strategy_constraint"
 
 # --- review: replacing or deleting a key fact, racing a parked write

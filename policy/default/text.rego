@@ -149,6 +149,8 @@ text_preference if text_style
 # text_layers: the layers the text reads as, from its strong signals.
 text_layers contains "policy" if text_poisoning
 
+text_layers contains "policy" if input.candidate.text_features["text.obfuscated"]
+
 text_layers contains "policy" if text_rule
 
 text_layers contains "policy" if text_permission

@@ -123,6 +123,10 @@ func (a addMemoryArgs) conversation() string {
 }
 
 // text is what to remember: the text, else what the user said.
+// ConversationSource is the evidence source of an add_memory that came
+// with messages: the default policy lists it among its context sources.
+const ConversationSource = "mcp:conversation"
+
 func (a addMemoryArgs) text() string {
 	if t := strings.TrimSpace(a.Text); t != "" {
 		return t

@@ -185,6 +185,12 @@ func (s *Server) addMemory(ctx context.Context, req *mcp.CallToolRequest, in add
 	actor := actorOf(req)
 	c := memory.Candidate{Summary: in.text(), Scope: s.defaultScope(ctx, in.scope(), actor), Metadata: in.Metadata,
 		Actor: actor, CandidateSource: memory.SourceTool, Evidence: memory.Evidence{Excerpt: in.conversation()}}
+	if c.Evidence.Excerpt != "" {
+		// The conversation is the memory's context, not a statement of its
+		// own: policy reads it for injection patterns only
+		// (memgate_config.features.context_sources).
+		c.Evidence.SourceRef = ConversationSource
+	}
 	w, err := s.mem0.Add(ctx, c, writeOptions(req))
 	if err != nil {
 		return nil, writeAnswer{}, toolError(s.log, err)
