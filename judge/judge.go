@@ -304,12 +304,46 @@ func userContent(rec *memory.Record) (string, error) {
 	if !strings.HasSuffix(text, "\n") {
 		b.WriteString("\n")
 	}
+	// What else the writer attached is read like the text (policy reads
+	// it too, and skips its own check of a language it cannot read when
+	// the judge answered): the value and metadata reach the agent with
+	// the memory, the evidence reaches the reviewer.
+	for _, part := range otherTexts(rec) {
+		t, _ := cutUTF8(part.text, maxOtherBytes)
+		b.WriteString(part.name + ":\n" + t)
+		if !strings.HasSuffix(t, "\n") {
+			b.WriteString("\n")
+		}
+	}
 	b.WriteString(marker + " END\n")
 	if cut {
 		fmt.Fprintf(&b, "The text was cut to its first %d bytes.\n", MaxSummaryBytes)
 	}
 	b.WriteString(`Answer with the JSON object only.`)
 	return b.String(), nil
+}
+
+// maxOtherBytes bounds each of the other texts sent with the summary.
+const maxOtherBytes = 2 << 10
+
+type namedText struct{ name, text string }
+
+// otherTexts are the record's texts besides its summary, as JSON where
+// they are structured: value, metadata and the evidence excerpt.
+func otherTexts(rec *memory.Record) []namedText {
+	var out []namedText
+	if len(rec.Value) > 0 && string(rec.Value) != "null" {
+		out = append(out, namedText{"value", string(rec.Value)})
+	}
+	if len(rec.Metadata) > 0 {
+		if b, err := json.Marshal(rec.Metadata); err == nil {
+			out = append(out, namedText{"metadata", string(b)})
+		}
+	}
+	if ex := rec.Evidence.Excerpt; ex != "" && ex != rec.Summary {
+		out = append(out, namedText{"evidence", ex})
+	}
+	return out
 }
 
 // cutUTF8 returns s cut to at most n bytes on a rune boundary, and whether
