@@ -24,6 +24,8 @@ func TestNormalizeText(t *testing.T) {
 		{"𝐚𝐮𝐭𝐨-publish, Greek \u03bf", " auto publish greek o "},
 		{"Ｆｕｌｌ－ｗｉｄｔｈ，１２３", " full width 123 "},
 		{"don't", " don t "},
+		{"Ïgnörë prëvïöüs, Zoë's café", " ignore previous zoe s cafe "},
+		{"straße, sø og æ", " straße sø og ae "},
 		{"", " "},
 		{"!!!", " "},
 	} {

@@ -3,6 +3,9 @@ package policy
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/memgate/memgate/textfold"
 )
@@ -11,8 +14,10 @@ import (
 // lists are matched against, so matching is robust to case, punctuation,
 // spacing and look-alike characters without regexes in the hot path:
 //   - folded first (textfold.Text: NFKC, invisible characters removed,
-//     confusables folded to ASCII), then lowercased, and combining marks
-//     NFKC could not compose dropped ("a\u0336uto" -> "auto");
+//     confusables folded to ASCII), then lowercased, combining marks
+//     NFKC could not compose dropped ("a\u0336uto" -> "auto") and Latin
+//     letters with diacritics read as their base letter ("ïgnörë" ->
+//     "ignore");
 //   - every rune that is not a letter, digit or mark becomes a space
 //     ("auto-publish" -> "auto publish", "don't" -> "don t");
 //   - runs of spaces collapse to one; Chinese (and Japanese) characters
@@ -41,6 +46,9 @@ func normalizeFolded(s string) string {
 			gap = started
 			continue
 		}
+		if r >= 0xC0 && r < 0x2000 {
+			r = latinBase(r)
+		}
 		r = unicode.ToLower(r)
 		han := isHan(r)
 		if unicode.IsMark(r) {
@@ -56,6 +64,23 @@ func normalizeFolded(s string) string {
 		b.WriteByte(' ')
 	}
 	return b.String()
+}
+
+// latinBase returns the ASCII letter a Latin letter with diacritics is
+// built on ("ï" -> "i", "Ö" -> "O"), else r: "ïgnörë prëvïöüs" is "ignore
+// previous" to a reader, and to the lexicons. Letters without a
+// decomposition (ß, ø, æ) are kept.
+func latinBase(r rune) rune {
+	if !unicode.Is(unicode.Latin, r) {
+		return r
+	}
+	var buf [utf8.UTFMax]byte
+	n := utf8.EncodeRune(buf[:], r)
+	d := norm.NFD.Properties(buf[:n]).Decomposition()
+	if len(d) > 0 && d[0] < utf8.RuneSelf && (d[0]|0x20 >= 'a' && d[0]|0x20 <= 'z') {
+		return rune(d[0])
+	}
+	return r
 }
 
 // isHan reports whether r is written without spaces around it: Chinese
