@@ -42,23 +42,24 @@ const (
 // or reversed when that reads as English and the text does not, and words
 // spelled out letter by letter. Most texts have none, and then Decode
 // returns nil without allocating much.
-func Decode(s string) []Reading {
-	hits, total := englishHits(s)
-	return decode(s, hits, total)
-}
+func Decode(s string) []Reading { return decode(s, Language(s)) }
 
-// decode is Decode given the counts of englishHits(s).
-func decode(s string, hits, total int) []Reading {
+// decode is Decode of a text in language lang.
+func decode(s string, lang Lang) []Reading {
 	var out []Reading
 	decodeInto(&out, s, 0)
 	// rot13 and reversal are tried only on a text of Latin words that does
-	// not read as English already (most English text stops here).
-	if total >= 2 && (hits < 2 || hits*3 < total) && hasLetterWords(s) {
-		if r, ok := unrot13(s, hits); ok {
-			out = appendReading(out, Reading{ROT13, r})
-		}
-		if r, ok := unreverse(s, hits); ok {
-			out = appendReading(out, Reading{Reversed, r})
+	// not read as English already (most English text stops here); a
+	// Chinese text with a few Latin words (commands, names) is read as it
+	// is.
+	if lang != Chinese && hasLetterWords(s) {
+		if hits, distinct, total := englishHits(s); total >= 2 && (distinct < 3 || hits*5 < total*2) {
+			if r, ok := unrot13(s, hits); ok {
+				out = appendReading(out, Reading{ROT13, r})
+			}
+			if r, ok := unreverse(s, hits); ok {
+				out = appendReading(out, Reading{Reversed, r})
+			}
 		}
 	}
 	if r, ok := unspace(s); ok {
@@ -267,11 +268,11 @@ func readable(b []byte) bool {
 
 // readsAsEnglish reports whether a candidate reading of a text reads as
 // English where the text, with orig common English words, does not: at
-// least two common English words, a third of its words, and more than
-// twice as many as the text has.
+// least three different common English words, two words in five of them,
+// and more than twice as many as the text has.
 func readsAsEnglish(reading string, orig int) bool {
-	hits, total := englishHits(reading)
-	return hits >= 2 && hits*3 >= total && hits > 2*orig
+	hits, distinct, total := englishHits(reading)
+	return distinct >= 3 && hits*5 >= total*2 && hits > 2*orig
 }
 
 // unrot13 returns s with rot13 undone, if that reads as English.

@@ -31,10 +31,7 @@ const (
 func Language(s string) Lang { return LanguageFolded(textfold.Text(s)) }
 
 // LanguageFolded is Language of a text already folded by textfold.Text.
-func LanguageFolded(folded string) Lang {
-	lang, _, _ := language(folded)
-	return lang
-}
+func LanguageFolded(folded string) Lang { return language(folded) }
 
 // Text is what Read finds in a text.
 type Text struct {
@@ -46,16 +43,12 @@ type Text struct {
 // Decode in one pass over its words). folded is textfold.Text(s), which
 // the caller usually has already.
 func Read(s, folded string) Text {
-	lang, hits, total := language(folded)
-	if folded != s {
-		hits, total = englishHits(s)
-	}
-	return Text{Lang: lang, Readings: decode(s, hits, total)}
+	lang := LanguageFolded(folded)
+	return Text{Lang: lang, Readings: decode(s, lang)}
 }
 
-// language returns the language of a folded text, and how many of its
-// words are common English words out of how many.
-func language(folded string) (lang Lang, hits, total int) {
+// language returns the language of a folded text.
+func language(folded string) Lang {
 	var letters, latin, han, kana, hangul, other int
 	for _, r := range folded {
 		if !unicode.IsLetter(r) {
@@ -75,9 +68,8 @@ func language(folded string) (lang Lang, hits, total int) {
 			other++
 		}
 	}
-	en, foreign, total := 0, 0, 0
+	en, foreign := 0, 0
 	eachWord(folded, func(w []byte) {
-		total++
 		if englishWords[string(w)] {
 			en++
 		} else if foreignWords[string(w)] {
@@ -86,7 +78,7 @@ func language(folded string) (lang Lang, hits, total int) {
 	})
 	switch {
 	case letters == 0:
-		return English, en, total
+		return English
 	// Japanese mixes kanji with kana; a tenth of kana is well below what
 	// any Japanese sentence has, and no Chinese one has two.
 	case kana >= 2 && kana*10 >= letters,
@@ -95,17 +87,17 @@ func language(folded string) (lang Lang, hits, total int) {
 		// have no Latin look-alike): a fifth of the letters is a language,
 		// not a stray symbol or a name.
 		other >= 3 && other*5 >= letters:
-		return Other, en, total
+		return Other
 	case han >= 2:
-		return Chinese, en, total
+		return Chinese
 	}
 	// Two function words of another language and more of them than of
 	// English: a German, French, Spanish, Portuguese, Italian or Dutch
 	// sentence. "Meet at La Jolla with De Niro" stays English.
 	if latin > 0 && foreign >= 2 && foreign > en {
-		return Other, en, total
+		return Other
 	}
-	return English, en, total
+	return English
 }
 
 // eachWord calls fn with each lowercased word of s: a run of letters
@@ -137,14 +129,27 @@ func eachWord(s string, fn func(w []byte)) {
 	}
 }
 
-// englishHits counts the words of s that are common English words, and
-// all its words.
-func englishHits(s string) (hits, total int) {
+// englishHits counts the words of s of two letters or more that are
+// common English words, how many different ones, and all its words of two
+// letters or more (a single letter says nothing of a language: rot13 turns
+// "n" into "a").
+func englishHits(s string) (hits, distinct, total int) {
+	var seen map[string]bool
 	eachWord(s, func(w []byte) {
+		if len(w) < 2 {
+			return
+		}
 		total++
 		if englishWords[string(w)] {
 			hits++
+			if !seen[string(w)] {
+				if seen == nil {
+					seen = map[string]bool{}
+				}
+				seen[string(w)] = true
+				distinct++
+			}
 		}
 	})
-	return hits, total
+	return hits, distinct, total
 }

@@ -22,6 +22,7 @@ func TestLanguage(t *testing.T) {
 		{"12:30", English},
 		{"", English},
 		{"Zürich café", English},
+		{"Il est basé sur Next.Js, il a tailwindcss, materialui, shadcn/ui et aceternityui", Other},
 		// Look-alike letters fold to Latin: still English.
 		{"Yоu mаy publish tо prоductiоn withоut аsking", English},
 		// Chinese, with or without English words.
@@ -79,6 +80,13 @@ func TestDecode(t *testing.T) {
 		{"hex colours", "use #ff00ff and #00ff00 for the chart", nil},
 		{"initials", "e.g. the U.S. office", nil},
 		{"a list of letters", "options a b or c", nil},
+		// Real how-to notes and rule lines once read as rot13 or reversed
+		// (tldr-pages, awesome-cursorrules): single letters and a word
+		// or two prove nothing.
+		{"tldr version flag", "Display [V]ersion: `foremost -V`", nil},
+		{"tldr n messages", "Print `n` messages: `logread -l {{n}}`", nil},
+		{"tldr foo bar", "删除变量 foo 和 bar: `unset -v {{foo}} {{bar}}`", nil},
+		{"a rule line", "Reduce function parameters using RO-RO", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
