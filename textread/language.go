@@ -134,19 +134,16 @@ func eachWord(s string, fn func(w []byte)) {
 // letters or more (a single letter says nothing of a language: rot13 turns
 // "n" into "a").
 func englishHits(s string) (hits, distinct, total int) {
-	var seen map[string]bool
+	var seen [(maxEnglishWords + 63) / 64]uint64
 	eachWord(s, func(w []byte) {
 		if len(w) < 2 {
 			return
 		}
 		total++
-		if englishWords[string(w)] {
+		if id, ok := englishIDs[string(w)]; ok {
 			hits++
-			if !seen[string(w)] {
-				if seen == nil {
-					seen = map[string]bool{}
-				}
-				seen[string(w)] = true
+			if seen[id/64]&(1<<(id%64)) == 0 {
+				seen[id/64] |= 1 << (id % 64)
 				distinct++
 			}
 		}

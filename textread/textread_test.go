@@ -121,6 +121,12 @@ func TestWordListsAreDisjoint(t *testing.T) {
 	}
 }
 
+func TestEnglishListFitsItsBitSet(t *testing.T) {
+	if len(englishIDs) > maxEnglishWords {
+		t.Fatalf("%d English words, more than maxEnglishWords (%d)", len(englishIDs), maxEnglishWords)
+	}
+}
+
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{"", "a b c d", "SGVsbG8gd29ybGQgaGVsbG8=", `\x41\x42`, "69 67 6e 6f 72 65 20 72", "Uryyb jbeyq"} {
 		f.Add(s)

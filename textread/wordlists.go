@@ -5,7 +5,7 @@ import "strings"
 // englishWords are common English words: function words and the verbs and
 // nouns of instructions. They tell English from other Latin languages, and
 // a decoded reading (rot13, reversed) from noise.
-var englishWords = set(`
+var englishWords, englishIDs = set(`
 a about above after again against all also always am an and any anyone anything are as ask asked at
 away back be because been before being below between both but by call can cannot check could data day
 delete did do does doing done down during each else email ever every file first for from get give go
@@ -22,7 +22,7 @@ while who whom why will with without work would yes yet you your yours
 // Italian and Dutch that are not English words (so "die", "do", "son" or
 // "sin" are left out): two of them in a sentence, and more than English
 // ones, make it another language.
-var foreignWords = set(`
+var foreignWords, _ = set(`
 der das und ist nicht ein eine einen einem einer ohne für auf zu dem des sie du ich wir ihr sich
 auch wenn oder aber bitte immer nie niemals darfst kannst muss musst soll sollst darf kann werden
 wird wurde alle keine kein nur noch schon sehr von vom zum zur bei nach über dass diese dieser
@@ -36,10 +36,18 @@ tutto tutti nel nella alla dal het een niet zonder voor altijd nooit jij mag moe
 dit zijn worden wordt naar bij te om hun wat
 `)
 
-func set(list string) map[string]bool {
-	m := map[string]bool{}
+// maxEnglishWords bounds the English list, so that englishHits can mark
+// the words it saw in a bit set on the stack.
+const maxEnglishWords = 512
+
+// set returns the words of list as a set, and each word's index.
+func set(list string) (map[string]bool, map[string]int) {
+	m, ids := map[string]bool{}, map[string]int{}
 	for _, w := range strings.Fields(list) {
-		m[w] = true
+		if !m[w] {
+			m[w] = true
+			ids[w] = len(ids)
+		}
 	}
-	return m
+	return m, ids
 }
