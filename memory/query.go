@@ -11,6 +11,9 @@ import (
 // Get returns a record by its id, or, given a slot id, the slot's active
 // version. Errors: ENOTFOUND.
 func (g *Governor) Get(ctx context.Context, id string) (*Record, error) {
+	if err := CheckLookupID("id", id); err != nil {
+		return nil, err
+	}
 	var out *Record
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		r, err := tx.Record(id)
@@ -93,6 +96,12 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	if f.Layer != "" && !f.Layer.Valid() {
 		return nil, Errorf(EINVALID, "unknown layer %q", f.Layer)
 	}
+	if err := checkLookupIDs("subjectId", f.SubjectID); err != nil {
+		return nil, err
+	}
+	if err := checkScope(f.Scope); err != nil {
+		return nil, err
+	}
 	if f.SubjectID != "" {
 		// Subjects are stored folded; a look-alike in a read names the same one.
 		if id, err := FoldID(f.SubjectID); err == nil {
@@ -121,6 +130,9 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 // History returns every version of a slot, oldest first, pending and
 // rejected ones included. Errors: ENOTFOUND.
 func (g *Governor) History(ctx context.Context, slotID string) ([]*Record, error) {
+	if err := CheckLookupID("slot id", slotID); err != nil {
+		return nil, err
+	}
 	var out []*Record
 	tenant := TenantOf(ctx)
 	err := g.store.View(ctx, func(tx ReadTx) error {
@@ -195,6 +207,9 @@ func (g *Governor) Pending(ctx context.Context, keep func(*Record) bool) ([]*Rec
 
 // Review returns one parked write as a review item. Errors: ENOTFOUND.
 func (g *Governor) Review(ctx context.Context, id string) (*ReviewItem, error) {
+	if err := CheckLookupID("id", id); err != nil {
+		return nil, err
+	}
 	var out *ReviewItem
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		r, err := tx.Record(id)
@@ -264,6 +279,9 @@ type Explanation struct {
 // Explain answers the five questions for a record (by record or slot id).
 // Errors: ENOTFOUND.
 func (g *Governor) Explain(ctx context.Context, id string) (*Explanation, error) {
+	if err := CheckLookupID("id", id); err != nil {
+		return nil, err
+	}
 	var ex *Explanation
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		r, err := tx.Record(id)
@@ -312,6 +330,9 @@ func (g *Governor) Explain(ctx context.Context, id string) (*Explanation, error)
 // Events returns audit events after an event id, oldest first: at most
 // limit of them (0: all, which is for tests; page with EventsPage).
 func (g *Governor) Events(ctx context.Context, after string, limit int) ([]*Event, error) {
+	if err := CheckLookupID("after", after); err != nil {
+		return nil, err
+	}
 	out := []*Event{}
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		return tx.ScanEvents(after, func(e *Event) bool {
@@ -348,6 +369,9 @@ const pageOverhead = 128
 // and no repeats. An event's size counts as json.Marshal encodes it, an
 // upper bound of what an encoder that does not escape HTML writes.
 func (g *Governor) EventsPage(ctx context.Context, after string, limit, maxBytes int) (*EventPage, error) {
+	if err := CheckLookupID("after", after); err != nil {
+		return nil, err
+	}
 	if maxBytes <= 0 {
 		maxBytes = EventPageBytes
 	}
