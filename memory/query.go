@@ -60,6 +60,26 @@ type ListFilter struct {
 	Scope     Scope  // each non-empty field must match
 	Query     string // every word must appear in the summary, any case
 	Limit     int    // 0 = no limit
+	// After starts the list after this place in its order (a page's
+	// cursor); the zero Position starts at the beginning.
+	After Position
+}
+
+// Position is a place in the order List returns active records: by
+// subject, then by record id (oldest first within a subject), each
+// compared byte by byte, as every store keeps its index of them.
+type Position struct{ SubjectID, ID string }
+
+// PositionOf is the place of r in list order.
+func PositionOf(r *Record) Position { return Position{r.SubjectID, r.ID} }
+
+// IsZero reports whether p is the beginning.
+func (p Position) IsZero() bool { return p == Position{} }
+
+// Before reports whether p comes before the record of subject and id in
+// list order, so that a page starting after p holds it.
+func (p Position) Before(subject, id string) bool {
+	return p.SubjectID < subject || p.SubjectID == subject && p.ID < id
 }
 
 // Match reports whether an active record passes the filter.
@@ -116,15 +136,31 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 		return g.active.ListActive(ctx, f)
 	}
 	words := strings.Fields(strings.ToLower(f.Query))
+	var stopped error
+	n := 0
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		return tx.ScanActive(f.SubjectID, func(r *Record) bool {
+			// A read whose client left stops: look every 128 records.
+			if n++; n%128 == 0 && ctx.Err() != nil {
+				stopped = fmt.Errorf("list: stopped after %d records: %w", n, ctx.Err())
+				return false
+			}
+			if !f.After.Before(r.SubjectID, r.ID) {
+				return true // the stores scan in list order: this page starts later
+			}
 			if f.Match(r, words) {
 				out = append(out, r)
 			}
 			return f.Limit <= 0 || len(out) < f.Limit
 		})
 	})
-	return out, err
+	if err == nil {
+		err = stopped
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // History returns every version of a slot, oldest first, pending and
