@@ -47,6 +47,7 @@ func TestReadsRefuseIdsNoRecordHolds(t *testing.T) {
 			"List runId":      func() error { _, err := g.List(ctx, ListFilter{Scope: Scope{RunID: bad}}); return err },
 			"Events after":    func() error { _, err := g.Events(ctx, bad, 10); return err },
 			"EventsPage":      func() error { _, err := g.EventsPage(ctx, bad, 10, 0); return err },
+			"ReviewsPage":     func() error { _, err := g.ReviewsPage(ctx, bad, 10, 0); return err },
 			"Shadowed":        func() error { _, err := g.Shadowed(ctx, bad, 10, false); return err },
 		} {
 			before := st.views

@@ -224,6 +224,80 @@ func (g *Governor) Reviews(ctx context.Context) ([]*ReviewItem, error) {
 	return out, err
 }
 
+// ReviewPage is a page of the review queue.
+type ReviewPage struct {
+	Reviews []*ReviewItem `json:"reviews"`
+	Count   int           `json:"count"`
+	// Next is the id to pass as after for the following page; empty when
+	// the queue ended with this page.
+	Next string `json:"next,omitempty"`
+}
+
+// ReviewsPage returns the review queue after a parked record's id, oldest
+// first: at most limit items (limit <= 0: no bound in count) and no more
+// than maxBytes of JSON (maxBytes <= 0: EventPageBytes), except that a
+// page always holds the first item after the cursor. Next is set when
+// items remain.
+func (g *Governor) ReviewsPage(ctx context.Context, after string, limit, maxBytes int) (*ReviewPage, error) {
+	if err := CheckLookupID("after", after); err != nil {
+		return nil, err
+	}
+	if maxBytes <= 0 {
+		maxBytes = EventPageBytes
+	}
+	now := g.now()
+	var page *ReviewPage
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		page = &ReviewPage{Reviews: []*ReviewItem{}}
+		var pending []*Record
+		more := false
+		// The queue is scanned in id order; a page keeps the records after
+		// the cursor, one more than it can hold telling that items remain.
+		if err := tx.ScanPending(func(r *Record) bool {
+			if r.ID <= after {
+				return true
+			}
+			if limit > 0 && len(pending) == limit {
+				more = true
+				return false
+			}
+			pending = append(pending, r)
+			return ctx.Err() == nil
+		}); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reviews: %w", err)
+		}
+		size := pageOverhead
+		for i, r := range pending {
+			item, err := reviewItem(tx, r, now)
+			if err != nil {
+				return err
+			}
+			raw, err := json.Marshal(item)
+			if err != nil {
+				return fmt.Errorf("encode review %s: %w", r.ID, err)
+			}
+			if i > 0 && size+len(raw)+1 > maxBytes {
+				more = true
+				break
+			}
+			size += len(raw) + 1
+			page.Reviews = append(page.Reviews, item)
+		}
+		if more {
+			page.Next = page.Reviews[len(page.Reviews)-1].Record.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.Count = len(page.Reviews)
+	return page, nil
+}
+
 // Pending returns the parked records that keep passes, oldest first,
 // without what Reviews adds to each (the slot's active version, the
 // conflicting writes): a caller that only looks for its own writes reads

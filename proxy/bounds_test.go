@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
 )
@@ -282,6 +284,80 @@ func TestMem0FiltersAreBounded(t *testing.T) {
 		}
 		if s.index.Examined() != before {
 			t.Errorf("%s: %d records tested before the refusal", tc.path, s.index.Examined()-before)
+		}
+	}
+}
+
+// TestAdminReviewsPage: GET /admin/v1/reviews answers the queue a page at
+// a time, oldest first: at most limit items (100 by default, 1 to 10,000)
+// and EventPageBytes of JSON (at least one item), and a next cursor while
+// items remain; following next reads each parked write once.
+func TestAdminReviewsPage(t *testing.T) {
+	s := newServers(t)
+	for i := range 5 {
+		body := fmt.Sprintf(`{"subjectId":"rules","factType":"rule-%d","layer":"policy","summary":"Rule %d: deploys wait for approval"}`, i, i)
+		if status, out := call(t, "POST", s.agent.URL+"/api/v1/memories", "", body); status != 202 {
+			t.Fatalf("park %d: %d %v", i, status, out)
+		}
+	}
+	type page struct {
+		Reviews []struct {
+			Record struct{ ID string } `json:"record"`
+		} `json:"reviews"`
+		Count int    `json:"count"`
+		Next  string `json:"next"`
+	}
+	read := func(base, query string) page {
+		t.Helper()
+		req, _ := http.NewRequest("GET", base+"/admin/v1/reviews"+query, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var p page
+		if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != 200 || p.Count != len(p.Reviews) {
+			t.Fatalf("reviews%s: %d %v %+v", query, resp.StatusCode, err, p)
+		}
+		return p
+	}
+	if all := read(s.admin.URL, ""); all.Count != 5 || all.Next != "" {
+		t.Fatalf("default page: %+v, want all 5 and no next", all)
+	}
+	follow := func(base, limit string) (sizes []int, ids []string) {
+		for after := ""; ; {
+			p := read(base, "?"+url.Values{"limit": {limit}, "after": {after}}.Encode())
+			sizes = append(sizes, p.Count)
+			for _, r := range p.Reviews {
+				ids = append(ids, r.Record.ID)
+			}
+			if p.Next == "" {
+				return sizes, ids
+			}
+			after = p.Next
+		}
+	}
+	sizes, ids := follow(s.admin.URL, "2")
+	if fmt.Sprint(sizes) != "[2 2 1]" || len(ids) != 5 {
+		t.Fatalf("pages of 2: %v, %v", sizes, ids)
+	}
+	for i := 1; i < len(ids); i++ {
+		if ids[i-1] >= ids[i] {
+			t.Fatalf("not oldest first, once each: %v", ids)
+		}
+	}
+	// A byte bound smaller than one item: one item a page.
+	mux := http.NewServeMux()
+	(&proxy.Admin{Gov: s.gov, Log: discard(), Token: token, EventPageBytes: 1}).Register(mux)
+	small := httptest.NewServer(mux)
+	t.Cleanup(small.Close)
+	if sizes, ids := follow(small.URL, "100"); fmt.Sprint(sizes) != "[1 1 1 1 1]" || len(ids) != 5 {
+		t.Fatalf("pages of one item's bytes: %v", sizes)
+	}
+	for _, bad := range []string{"?limit=0", "?limit=10001", "?limit=x"} {
+		if status, out := call(t, "GET", s.admin.URL+"/admin/v1/reviews"+bad, token, ""); status != 400 {
+			t.Errorf("%s: %d %v, want 400", bad, status, out)
 		}
 	}
 }

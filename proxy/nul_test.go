@@ -57,6 +57,7 @@ var nulRequests = []struct{ method, path, body string }{
 // nulAdminRequests are the admin routes that take an id or a cursor.
 var nulAdminRequests = []struct{ method, path, body string }{
 	{"GET", "/admin/v1/reviews/ab%00cd", ""},
+	{"GET", "/admin/v1/reviews?after=ab%00cd", ""},
 	{"POST", "/admin/v1/reviews/ab%00cd/approve", `{}`},
 	{"POST", "/admin/v1/reviews/ab%00cd/reject", `{"reason":"no"}`},
 	{"GET", "/admin/v1/memories/ab%00cd", ""},
