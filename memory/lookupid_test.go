@@ -41,14 +41,14 @@ func TestReadsRefuseIdsNoRecordHolds(t *testing.T) {
 				_, err := g.Quarantine(ctx, "run", bad, "x", "r")
 				return err
 			},
-			"Restore":         func() error { _, err := g.Restore(ctx, bad, time.Now(), "x", "r"); return err },
-			"List subject":    func() error { _, err := g.List(ctx, ListFilter{SubjectID: bad}); return err },
-			"List userId":     func() error { _, err := g.List(ctx, ListFilter{Scope: Scope{UserID: bad}}); return err },
-			"List runId":      func() error { _, err := g.List(ctx, ListFilter{Scope: Scope{RunID: bad}}); return err },
-			"Events after":    func() error { _, err := g.Events(ctx, bad, 10); return err },
-			"EventsPage":      func() error { _, err := g.EventsPage(ctx, bad, 10, 0); return err },
-			"ReviewsPage":     func() error { _, err := g.ReviewsPage(ctx, bad, 10, 0); return err },
-			"Shadowed":        func() error { _, err := g.Shadowed(ctx, bad, 10, false); return err },
+			"Restore":      func() error { _, err := g.Restore(ctx, bad, time.Now(), "x", "r"); return err },
+			"List subject": func() error { _, err := g.List(ctx, ListFilter{SubjectID: bad}); return err },
+			"List userId":  func() error { _, err := g.List(ctx, ListFilter{Scope: Scope{UserID: bad}}); return err },
+			"List runId":   func() error { _, err := g.List(ctx, ListFilter{Scope: Scope{RunID: bad}}); return err },
+			"Events after": func() error { _, err := g.Events(ctx, bad, 10); return err },
+			"EventsPage":   func() error { _, err := g.EventsPage(ctx, bad, 10, 0); return err },
+			"ReviewsPage":  func() error { _, err := g.ReviewsPage(ctx, bad, 10, 0); return err },
+			"Shadowed":     func() error { _, err := g.Shadowed(ctx, bad, 10, false); return err },
 		} {
 			before := st.views
 			err := read()

@@ -24,9 +24,11 @@ func TestTextPostgreSQLCannotHoldIsBadInput(t *testing.T) {
 			"SubjectSlots":  func(tx memory.ReadTx) error { _, err := tx.SubjectSlots(id); return err },
 			"RollbackPoint": func(tx memory.ReadTx) error { _, err := tx.RollbackPoint(id); return err },
 			"ScanActive":    func(tx memory.ReadTx) error { return tx.ScanActive(id, func(*memory.Record) bool { return true }) },
-			"ScanByActor":   func(tx memory.ReadTx) error { return tx.ScanByActor("run", id, func(*memory.Record) bool { return true }) },
-			"ScanEvents":    func(tx memory.ReadTx) error { return tx.ScanEvents(id, func(*memory.Event) bool { return true }) },
-			"RecordEvents":  func(tx memory.ReadTx) error { _, err := tx.RecordEvents(id); return err },
+			"ScanByActor": func(tx memory.ReadTx) error {
+				return tx.ScanByActor("run", id, func(*memory.Record) bool { return true })
+			},
+			"ScanEvents":   func(tx memory.ReadTx) error { return tx.ScanEvents(id, func(*memory.Event) bool { return true }) },
+			"RecordEvents": func(tx memory.ReadTx) error { _, err := tx.RecordEvents(id); return err },
 			"ScanActiveIndex": func(tx memory.ReadTx) error {
 				return tx.(interface {
 					ScanActiveIndex(context.Context, string, memory.Scope, func(store.ActiveEntry, uint64) bool) error

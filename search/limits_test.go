@@ -206,8 +206,11 @@ func TestReadStopsWhenItsClientLeaves(t *testing.T) {
 		t.Run(fmt.Sprintf("budget=%d", budget), func(t *testing.T) {
 			x, _ := seeded(t, n, budget, func(i int) string { return fmt.Sprintf("note %d about the garden", i) })
 			for name, read := range map[string]func(ctx context.Context, f *Filter) error{
-				"list":   func(ctx context.Context, f *Filter) error { _, err := x.List(ctx, f, 0); return err },
-				"search": func(ctx context.Context, f *Filter) error { _, err := x.Search(ctx, Query{Text: "garden", Filter: f, TopK: 5}); return err },
+				"list": func(ctx context.Context, f *Filter) error { _, err := x.List(ctx, f, 0); return err },
+				"search": func(ctx context.Context, f *Filter) error {
+					_, err := x.Search(ctx, Query{Text: "garden", Filter: f, TopK: 5})
+					return err
+				},
 			} {
 				// A condition the index cannot test on its entries: each
 				// record is loaded, as a metadata filter does.
