@@ -39,6 +39,9 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 	if id == "" {
 		return nil, Errorf(EINVALID, "quarantine needs a runId or an actorId")
 	}
+	if err := CheckLookupID(kind+" id", id); err != nil {
+		return nil, err
+	}
 	bySlot := map[string]map[string]bool{}
 	add := func(recID, slotID string) bool {
 		if bySlot[slotID] == nil {
@@ -153,6 +156,9 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, reason, by string) (*BulkResult, error) {
 	if subjectID == "" {
 		return nil, Errorf(EINVALID, "restore needs a subjectId")
+	}
+	if err := CheckLookupID("subjectId", subjectID); err != nil {
+		return nil, err
 	}
 	var slots []string
 	err := g.store.View(ctx, func(tx ReadTx) (err error) {

@@ -119,6 +119,17 @@ func checkID(name, v string) error {
 	if len(v) > MaxIDLen {
 		return Errorf(EINVALID, "%s is %d bytes, more than the %d allowed", name, len(v), MaxIDLen)
 	}
+	return CheckLookupID(name, v)
+}
+
+// CheckLookupID refuses, with EINVALID naming the field, an id given to a
+// read that no write could have stored: invalid UTF-8, or a control
+// character (NUL among them). Checked before any store sees it, every
+// store answers the same 400 (PostgreSQL's text cannot even hold NUL to
+// look it up). Length is not checked: a longer id is simply not found.
+// The message never echoes the id: it may hold what a log or terminal
+// should not print.
+func CheckLookupID(name, v string) error {
 	if !utf8.ValidString(v) {
 		return Errorf(EINVALID, "%s is not valid UTF-8", name)
 	}
@@ -128,6 +139,21 @@ func checkID(name, v string) error {
 		}
 	}
 	return nil
+}
+
+// checkLookupIDs is CheckLookupID over (name, value) pairs.
+func checkLookupIDs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := CheckLookupID(pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkScope checks the ids of a scope a read names.
+func checkScope(s Scope) error {
+	return checkLookupIDs("userId", s.UserID, "agentId", s.AgentID, "appId", s.AppID, "runId", s.RunID)
 }
 
 // checkNumbers refuses a JSON document holding a number that does not fit

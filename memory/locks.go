@@ -70,6 +70,9 @@ func (g *Governor) update(ctx context.Context, unlock func(), fn func(Tx) error)
 
 // slotOf finds the slot a record is in, for locking before the transaction.
 func (g *Governor) slotOf(ctx context.Context, id string) (string, error) {
+	if err := CheckLookupID("id", id); err != nil {
+		return "", err
+	}
 	var slotID string
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		r, err := tx.Record(id)

@@ -11,6 +11,9 @@ import (
 // Get returns a record by its id, or, given a slot id, the slot's active
 // version. Errors: ENOTFOUND.
 func (g *Governor) Get(ctx context.Context, id string) (*Record, error) {
+	if err := CheckLookupID("id", id); err != nil {
+		return nil, err
+	}
 	var out *Record
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		r, err := tx.Record(id)
@@ -57,6 +60,26 @@ type ListFilter struct {
 	Scope     Scope  // each non-empty field must match
 	Query     string // every word must appear in the summary, any case
 	Limit     int    // 0 = no limit
+	// After starts the list after this place in its order (a page's
+	// cursor); the zero Position starts at the beginning.
+	After Position
+}
+
+// Position is a place in the order List returns active records: by
+// subject, then by record id (oldest first within a subject), each
+// compared byte by byte, as every store keeps its index of them.
+type Position struct{ SubjectID, ID string }
+
+// PositionOf is the place of r in list order.
+func PositionOf(r *Record) Position { return Position{r.SubjectID, r.ID} }
+
+// IsZero reports whether p is the beginning.
+func (p Position) IsZero() bool { return p == Position{} }
+
+// Before reports whether p comes before the record of subject and id in
+// list order, so that a page starting after p holds it.
+func (p Position) Before(subject, id string) bool {
+	return p.SubjectID < subject || p.SubjectID == subject && p.ID < id
 }
 
 // Match reports whether an active record passes the filter.
@@ -93,6 +116,12 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 	if f.Layer != "" && !f.Layer.Valid() {
 		return nil, Errorf(EINVALID, "unknown layer %q", f.Layer)
 	}
+	if err := checkLookupIDs("subjectId", f.SubjectID); err != nil {
+		return nil, err
+	}
+	if err := checkScope(f.Scope); err != nil {
+		return nil, err
+	}
 	if f.SubjectID != "" {
 		// Subjects are stored folded; a look-alike in a read names the same one.
 		if id, err := FoldID(f.SubjectID); err == nil {
@@ -107,20 +136,39 @@ func (g *Governor) List(ctx context.Context, f ListFilter) ([]*Record, error) {
 		return g.active.ListActive(ctx, f)
 	}
 	words := strings.Fields(strings.ToLower(f.Query))
+	var stopped error
+	n := 0
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		return tx.ScanActive(f.SubjectID, func(r *Record) bool {
+			// A read whose client left stops: look every 128 records.
+			if n++; n%128 == 0 && ctx.Err() != nil {
+				stopped = fmt.Errorf("list: stopped after %d records: %w", n, ctx.Err())
+				return false
+			}
+			if !f.After.Before(r.SubjectID, r.ID) {
+				return true // the stores scan in list order: this page starts later
+			}
 			if f.Match(r, words) {
 				out = append(out, r)
 			}
 			return f.Limit <= 0 || len(out) < f.Limit
 		})
 	})
-	return out, err
+	if err == nil {
+		err = stopped
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // History returns every version of a slot, oldest first, pending and
 // rejected ones included. Errors: ENOTFOUND.
 func (g *Governor) History(ctx context.Context, slotID string) ([]*Record, error) {
+	if err := CheckLookupID("slot id", slotID); err != nil {
+		return nil, err
+	}
 	var out []*Record
 	tenant := TenantOf(ctx)
 	err := g.store.View(ctx, func(tx ReadTx) error {
@@ -176,6 +224,80 @@ func (g *Governor) Reviews(ctx context.Context) ([]*ReviewItem, error) {
 	return out, err
 }
 
+// ReviewPage is a page of the review queue.
+type ReviewPage struct {
+	Reviews []*ReviewItem `json:"reviews"`
+	Count   int           `json:"count"`
+	// Next is the id to pass as after for the following page; empty when
+	// the queue ended with this page.
+	Next string `json:"next,omitempty"`
+}
+
+// ReviewsPage returns the review queue after a parked record's id, oldest
+// first: at most limit items (limit <= 0: no bound in count) and no more
+// than maxBytes of JSON (maxBytes <= 0: EventPageBytes), except that a
+// page always holds the first item after the cursor. Next is set when
+// items remain.
+func (g *Governor) ReviewsPage(ctx context.Context, after string, limit, maxBytes int) (*ReviewPage, error) {
+	if err := CheckLookupID("after", after); err != nil {
+		return nil, err
+	}
+	if maxBytes <= 0 {
+		maxBytes = EventPageBytes
+	}
+	now := g.now()
+	var page *ReviewPage
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		page = &ReviewPage{Reviews: []*ReviewItem{}}
+		var pending []*Record
+		more := false
+		// The queue is scanned in id order; a page keeps the records after
+		// the cursor, one more than it can hold telling that items remain.
+		if err := tx.ScanPending(func(r *Record) bool {
+			if r.ID <= after {
+				return true
+			}
+			if limit > 0 && len(pending) == limit {
+				more = true
+				return false
+			}
+			pending = append(pending, r)
+			return ctx.Err() == nil
+		}); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("reviews: %w", err)
+		}
+		size := pageOverhead
+		for i, r := range pending {
+			item, err := reviewItem(tx, r, now)
+			if err != nil {
+				return err
+			}
+			raw, err := json.Marshal(item)
+			if err != nil {
+				return fmt.Errorf("encode review %s: %w", r.ID, err)
+			}
+			if i > 0 && size+len(raw)+1 > maxBytes {
+				more = true
+				break
+			}
+			size += len(raw) + 1
+			page.Reviews = append(page.Reviews, item)
+		}
+		if more {
+			page.Next = page.Reviews[len(page.Reviews)-1].Record.ID
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	page.Count = len(page.Reviews)
+	return page, nil
+}
+
 // Pending returns the parked records that keep passes, oldest first,
 // without what Reviews adds to each (the slot's active version, the
 // conflicting writes): a caller that only looks for its own writes reads
@@ -195,6 +317,9 @@ func (g *Governor) Pending(ctx context.Context, keep func(*Record) bool) ([]*Rec
 
 // Review returns one parked write as a review item. Errors: ENOTFOUND.
 func (g *Governor) Review(ctx context.Context, id string) (*ReviewItem, error) {
+	if err := CheckLookupID("id", id); err != nil {
+		return nil, err
+	}
 	var out *ReviewItem
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		r, err := tx.Record(id)
@@ -264,6 +389,9 @@ type Explanation struct {
 // Explain answers the five questions for a record (by record or slot id).
 // Errors: ENOTFOUND.
 func (g *Governor) Explain(ctx context.Context, id string) (*Explanation, error) {
+	if err := CheckLookupID("id", id); err != nil {
+		return nil, err
+	}
 	var ex *Explanation
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		r, err := tx.Record(id)
@@ -312,6 +440,9 @@ func (g *Governor) Explain(ctx context.Context, id string) (*Explanation, error)
 // Events returns audit events after an event id, oldest first: at most
 // limit of them (0: all, which is for tests; page with EventsPage).
 func (g *Governor) Events(ctx context.Context, after string, limit int) ([]*Event, error) {
+	if err := CheckLookupID("after", after); err != nil {
+		return nil, err
+	}
 	out := []*Event{}
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		return tx.ScanEvents(after, func(e *Event) bool {
@@ -348,6 +479,9 @@ const pageOverhead = 128
 // and no repeats. An event's size counts as json.Marshal encodes it, an
 // upper bound of what an encoder that does not escape HTML writes.
 func (g *Governor) EventsPage(ctx context.Context, after string, limit, maxBytes int) (*EventPage, error) {
+	if err := CheckLookupID("after", after); err != nil {
+		return nil, err
+	}
 	if maxBytes <= 0 {
 		maxBytes = EventPageBytes
 	}

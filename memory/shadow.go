@@ -148,6 +148,9 @@ func (g *Governor) Shadowed(ctx context.Context, after string, limit int, newest
 	if limit < 1 || limit > 10000 {
 		return nil, Errorf(EINVALID, "limit must be between 1 and 10000")
 	}
+	if err := CheckLookupID("after", after); err != nil {
+		return nil, err
+	}
 	page := &ShadowPage{Items: []*ShadowItem{}}
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		var evs []*Event

@@ -73,6 +73,32 @@ func (e *unavailableError) Error() string {
 }
 func (e *unavailableError) Unwrap() []error { return []error{e.domain, e.cause} }
 
+// badInput is the domain error (EINVALID) of a value PostgreSQL refused as
+// text: a NUL byte (22021 character_not_in_repertoire, which invalid UTF-8
+// also is) or a character the database's encoding lacks (22P05). The
+// domain checks ids before a store sees them (memory.CheckLookupID); this
+// keeps one that slipped through a 400 rather than a 500. Nil for any
+// other error.
+func badInput(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || (pe.Code != "22021" && pe.Code != "22P05") {
+		return nil
+	}
+	return &domainError{memory.Errorf(memory.EINVALID, "a value holds a byte the database cannot store as text (NUL or invalid UTF-8)"), err}
+}
+
+// domainError is a domain answer for a database error, which stays in the
+// chain for logs.
+type domainError struct {
+	domain *memory.Error
+	cause  error
+}
+
+func (e *domainError) Error() string {
+	return "pgstore: " + e.domain.Message + ": " + e.cause.Error()
+}
+func (e *domainError) Unwrap() []error { return []error{e.domain, e.cause} }
+
 // errCommitUnknown is the message of a commit whose outcome is unknown:
 // the connection broke after COMMIT was sent, so the write may or may not
 // be in the database. It is never reported as done.

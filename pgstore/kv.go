@@ -40,6 +40,9 @@ func (s *Store) queryRow(ctx context.Context, op, what, q string, args []any, de
 		s.health.failed(err)
 		return unavailable(op, err)
 	}
+	if bad := badInput(err); bad != nil {
+		return bad
+	}
 	return fmt.Errorf("pgstore: %s: %w", what, err)
 }
 

@@ -197,6 +197,9 @@ func (s *Store) run(ctx context.Context, op string, opts pgx.TxOptions, fn func(
 			}
 			return unavailable(op, err)
 		}
+		if bad := badInput(err); bad != nil {
+			return bad
+		}
 		return fmt.Errorf("pgstore: %s: %w", op, err)
 	}
 }

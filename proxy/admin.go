@@ -27,8 +27,8 @@ type Admin struct {
 	Replay func(ctx context.Context, files map[string]string) (any, error)
 	// Snapshot writes a full backup of the store (nil: 503).
 	Snapshot func(ctx context.Context, w io.Writer) error
-	// EventPageBytes bounds a page of GET /admin/v1/events in bytes of
-	// JSON (0: memory.EventPageBytes, 1 MiB).
+	// EventPageBytes bounds a page of GET /admin/v1/events and of GET
+	// /admin/v1/reviews in bytes of JSON (0: memory.EventPageBytes, 1 MiB).
 	EventPageBytes int
 }
 
@@ -82,9 +82,17 @@ func (a *Admin) ready(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// reviews answers a page of the review queue, oldest first: at most limit
+// items (default 100, at most 10,000) and EventPageBytes of JSON (at least
+// one item); next, when set, is the after of the following page.
 func (a *Admin) reviews(w http.ResponseWriter, r *http.Request) {
-	items, err := a.Gov.Reviews(r.Context())
-	a.answer(w, r, map[string]any{"reviews": items, "count": len(items)}, err)
+	limit, err := pageLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	page, err := a.Gov.ReviewsPage(r.Context(), r.URL.Query().Get("after"), limit, a.EventPageBytes)
+	a.answer(w, r, page, err)
 }
 
 func (a *Admin) review(w http.ResponseWriter, r *http.Request) {

@@ -56,6 +56,9 @@ const dialectWorkers = 8
 // dialectStack is the agent listener as cmd/sidecar/serve.go builds it.
 type dialectStack struct {
 	gov    *memory.Governor
+	index  *search.Index
+	mux    *http.ServeMux // srv's, for handler calls with a context of the test's
+	mem0   *mem0.Handler
 	srv    *httptest.Server
 	client *http.Client
 	mcp    *mcp.ClientSession
@@ -428,7 +431,7 @@ func newDialectStack(t *testing.T, open func(*testing.T) dialectStore) *dialectS
 		t.Fatalf("mcp connect: %v", err)
 	}
 	t.Cleanup(func() { cs.Close() })
-	return &dialectStack{gov: gov, srv: srv, client: client, mcp: cs}
+	return &dialectStack{gov: gov, index: index, mux: mux, mem0: m0, srv: srv, client: client, mcp: cs}
 }
 
 func readDialectCorpus(t *testing.T, part string) []policy.Example {

@@ -5,6 +5,7 @@ package proxy
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -57,12 +58,22 @@ type ErrorBody struct {
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	code := memory.ErrorCode(err)
 	status := StatusOf(code)
-	if code == memory.EINTERNAL {
+	switch {
+	case ClientLeft(r, err):
+		log.Debug("request stopped: the client left", "method", r.Method, "path", r.URL.Path, "err", err)
+	case code == memory.EINTERNAL:
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	var body ErrorBody
 	body.Error.Code, body.Error.Message = code, memory.ErrorMessage(err)
 	WriteJSON(w, status, body)
+}
+
+// ClientLeft reports whether err ended a request because its client went
+// away (its context is done): reads stop then, which is not a failure of
+// memgate's, and nobody reads the answer.
+func ClientLeft(r *http.Request, err error) bool {
+	return r.Context().Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
 
 // WriteJSON answers with v as JSON.

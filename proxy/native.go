@@ -2,11 +2,13 @@ package proxy
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/memgate/memgate/memory"
@@ -100,9 +102,26 @@ func (n *Native) submit(w http.ResponseWriter, r *http.Request, c memory.Candida
 }
 
 // listParams are the query parameters of GET /api/v1/memories; any other is
-// refused, so a misspelt or unsupported one (limit=-1) is not silently
-// ignored.
-var listParams = []string{"subjectId", "layer", "q", "userId", "agentId", "appId", "runId"}
+// refused, so a misspelt or unsupported one is not silently ignored.
+var listParams = []string{"subjectId", "layer", "q", "userId", "agentId", "appId", "runId", "limit", "after"}
+
+// Paging of GET /api/v1/memories: a page holds at most limit records
+// (default ListDefaultLimit, at most ListMaxLimit); when more follow, the
+// answer's next is the cursor to pass as after for the next page.
+const (
+	ListDefaultLimit = 100
+	ListMaxLimit     = 1000
+)
+
+// listPage is the answer of GET /api/v1/memories: the records of one page
+// (count is how many it holds) and, when more follow, the next page's
+// cursor. Clients that read only memories and count keep working; one
+// that needs every record follows next.
+type listPage struct {
+	Memories []*memory.Record `json:"memories"`
+	Count    int              `json:"count"`
+	Next     string           `json:"next,omitempty"`
+}
 
 func (n *Native) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -114,12 +133,62 @@ func (n *Native) list(w http.ResponseWriter, r *http.Request) {
 	}
 	f := memory.ListFilter{SubjectID: q.Get("subjectId"), Layer: memory.Layer(q.Get("layer")), Query: q.Get("q"),
 		Scope: memory.Scope{UserID: q.Get("userId"), AgentID: q.Get("agentId"), AppID: q.Get("appId"), RunID: q.Get("runId")}}
+	limit, err := listLimit(q.Get("limit"), q.Has("limit"))
+	if err != nil {
+		WriteError(w, r, n.Log, err)
+		return
+	}
+	if f.After, err = decodeCursor(q.Get("after")); err != nil {
+		WriteError(w, r, n.Log, err)
+		return
+	}
+	f.Limit = limit + 1 // one more tells whether a next page exists
 	recs, err := n.listActive(r.Context(), f)
 	if err != nil {
 		WriteError(w, r, n.Log, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"memories": recs, "count": len(recs)})
+	page := listPage{Memories: recs}
+	if len(recs) > limit {
+		page.Memories = recs[:limit]
+		page.Next = encodeCursor(memory.PositionOf(recs[limit-1]))
+	}
+	page.Count = len(page.Memories)
+	WriteJSON(w, http.StatusOK, page)
+}
+
+// listLimit reads the limit parameter.
+func listLimit(v string, given bool) (int, error) {
+	if !given {
+		return ListDefaultLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > ListMaxLimit {
+		return 0, memory.Errorf(memory.EINVALID, "limit must be a whole number from 1 to %d, not %.40q", ListMaxLimit, v)
+	}
+	return n, nil
+}
+
+// A cursor is the place of a page's last record in list order (subject,
+// record id), opaque to clients: base64url of subject NUL id.
+func encodeCursor(p memory.Position) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(p.SubjectID + "\x00" + p.ID))
+}
+
+func decodeCursor(v string) (memory.Position, error) {
+	if v == "" {
+		return memory.Position{}, nil
+	}
+	bad := memory.Errorf(memory.EINVALID, "after is not a cursor a list answered as next")
+	raw, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return memory.Position{}, bad
+	}
+	subject, id, ok := strings.Cut(string(raw), "\x00")
+	if !ok || id == "" {
+		return memory.Position{}, bad
+	}
+	return memory.Position{SubjectID: subject, ID: id}, nil
 }
 
 // listActive reads the active layer through the search index when there
@@ -132,7 +201,7 @@ func (n *Native) listActive(ctx context.Context, f memory.ListFilter) ([]*memory
 	if err != nil {
 		return nil, err
 	}
-	return n.Search.List(ctx, sf, 0)
+	return n.Search.ListAfter(ctx, sf, f.After, f.Limit)
 }
 
 func (n *Native) get(w http.ResponseWriter, r *http.Request) {

@@ -194,10 +194,24 @@ func metadataCond(key string) condFunc {
 			if !ok {
 				return nil, fmt.Errorf("%s needs an array, not %s", op, Describe(arg))
 			}
+			// Strings, numbers, booleans and null are looked up in a set:
+			// for them reflect.DeepEqual is ==, which map keys use. Arrays
+			// and objects are compared one by one, as before.
+			scalars, composites := map[any]bool{}, []any(nil)
+			for _, it := range items {
+				if isScalar(it) {
+					scalars[it] = true
+				} else {
+					composites = append(composites, it)
+				}
+			}
 			want := op == "in"
 			return func(r *memory.Record) bool {
 				v, _ := get(r)
-				for _, it := range items {
+				if isScalar(v) && scalars[v] {
+					return want
+				}
+				for _, it := range composites {
 					if reflect.DeepEqual(v, it) {
 						return want
 					}
@@ -210,6 +224,9 @@ func metadataCond(key string) condFunc {
 				return nil, fmt.Errorf("%s needs a string, not %s", op, Describe(arg))
 			}
 			fold := op == "icontains"
+			if fold {
+				s = strings.ToLower(s) // once, not once per record
+			}
 			return func(r *memory.Record) bool { v, _ := get(r); return containsValue(v, s, fold) }, nil
 		case "gt", "gte", "lt", "lte":
 			switch arg.(type) {
@@ -230,10 +247,12 @@ func metadataCond(key string) condFunc {
 	}
 }
 
+// containsValue reports whether v, a string or an array holding strings,
+// contains s; with fold, in any case (s is then lower case already).
 func containsValue(v any, s string, fold bool) bool {
 	has := func(x string) bool {
 		if fold {
-			return strings.Contains(strings.ToLower(x), strings.ToLower(s))
+			return strings.Contains(strings.ToLower(x), s)
 		}
 		return strings.Contains(x, s)
 	}
@@ -246,6 +265,16 @@ func containsValue(v any, s string, fold bool) bool {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// isScalar reports whether v, as encoding/json decodes it, is a string, a
+// number, a boolean or null: a value reflect.DeepEqual compares as ==.
+func isScalar(v any) bool {
+	switch v.(type) {
+	case nil, string, float64, bool:
+		return true
 	}
 	return false
 }

@@ -31,6 +31,9 @@ type Filter struct {
 	Op    string    // Leaf: the operator
 	Arg   any       // Leaf: the operand, as encoding/json decodes it
 	test  func(*memory.Record) bool
+	// weight and textWeight are the leaf's cost per record (Filter.cost);
+	// zero for leaves built by Eq, which cost one.
+	weight, textWeight int64
 }
 
 // Kind is what a Filter node is.
@@ -90,11 +93,51 @@ func Leaf(field, op string, arg any) (*Filter, error) {
 	default:
 		return nil, fmt.Errorf("unknown field %q", field)
 	}
+	if err := checkArg(op, arg); err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	if idOf[field] != nil {
+		if err := checkIDArg(field, arg); err != nil {
+			return nil, err
+		}
+	}
 	test, err := cf(op, arg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
 	}
-	return &Filter{Kind: KindLeaf, Field: field, Op: op, Arg: arg, test: test}, nil
+	leaf := &Filter{Kind: KindLeaf, Field: field, Op: op, Arg: arg, test: test, weight: 1}
+	// A condition that searches text costs the operand it looks for and
+	// the summary it reads (metadata values are bounded by the record).
+	if s, ok := arg.(string); ok && (op == "contains" || op == "icontains" || field == "keywords") {
+		leaf.weight += int64(len(s) / textUnit)
+	}
+	if field == "keywords" && op != "*" {
+		leaf.textWeight = 1
+	}
+	if items, ok := arg.([]any); ok && strings.HasPrefix(field, "metadata.") {
+		for _, it := range items {
+			if !isScalar(it) {
+				leaf.weight++ // compared one by one
+			}
+		}
+	}
+	return leaf, nil
+}
+
+// checkArg bounds an operand: its size, and the values of an in or nin.
+func checkArg(op string, arg any) error {
+	switch a := arg.(type) {
+	case string:
+		return checkOperand(a)
+	case []any:
+		if op == "in" || op == "nin" {
+			return checkValues(a)
+		}
+	}
+	if n := operandSize(arg, MaxOperandBytes); n > MaxOperandBytes+2 {
+		return fmt.Errorf("an operand is more than %d bytes", MaxOperandBytes)
+	}
+	return nil
 }
 
 // Eq is the leaf field = id, for the id fields (entity ids, subject_id,

@@ -36,7 +36,14 @@ type Index struct {
 	tooBig   map[string]time.Time // parts found over budget, not retried before then
 
 	tick atomic.Int64 // LRU clock
+
+	examined atomic.Int64 // records (entries) reads have tested, for Examined
 }
+
+// Examined returns how many records the index's reads have tested against
+// their filters since it was made: what a read costs, and what a read
+// stopped early (its client left, or its work budget ran out) did not.
+func (x *Index) Examined() int64 { return x.examined.Load() }
 
 // Options configure an Index.
 type Options struct {

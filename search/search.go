@@ -43,13 +43,16 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 	if q.TopK <= 0 {
 		return out, nil
 	}
-	f, _, subject, scope, ok := prepare(ctx, q.Filter)
-	if !ok {
-		return out, nil
+	f, _, subject, scope, ok, err := prepare(ctx, q.Filter)
+	if err != nil || !ok {
+		return out, err
 	}
 	terms := uniq(Tokenize(q.Text))
+	if len(terms) > MaxQueryTerms {
+		return out, CheckQuery(q.Text)
+	}
 	pk := partKey(subject, scope)
-	err := x.read(ctx, pk, func(sn snapshot, pv *partView) error {
+	err = x.read(ctx, pk, func(sn snapshot, pv *partView) error {
 		threshold := q.Threshold
 		if x.semantic != nil {
 			threshold = 0 // every candidate's lexical relevance is needed
@@ -164,8 +167,16 @@ func (x *Index) best(sn snapshot, q Query, docs []*entry, recs []*memory.Record,
 func (x *Index) score(ctx context.Context, sn snapshot, pv *partView, pk string, f *Filter, terms []string,
 	threshold float64) (docs []*entry, recs []*memory.Record, scored []docScore, err error) {
 	onIndex := f.indexable()
+	sc := newScan(ctx, f, &x.examined)
+	// Each document holds a count per query term (bm25Corpus.tf, or the
+	// part's scoring): a long query costs that much more per record, in
+	// CPU and in memory.
+	sc.fixed += int64(len(terms))
 	if pv != nil && onIndex && f.selectsPart(pk) {
-		pt := partTermsOf(*pv)
+		pt := partTermsOf(*pv) // counted once per change of the part, not per read
+		if err := sc.chargeMany(len(pt.docs)); err != nil {
+			return nil, nil, nil, err
+		}
 		return pt.docs, nil, pt.score(terms, threshold), nil
 	}
 	subject, scope, _ := f.Pinned()
@@ -176,6 +187,9 @@ func (x *Index) score(ctx context.Context, sn snapshot, pv *partView, pk string,
 	c := newBM25Corpus(terms)
 	scratch := &memory.Record{Status: memory.StatusActive} // an entry, tested in place of its record
 	add := func(e *entry) error {
+		if err := sc.charge(len(e.Summary)); err != nil {
+			return err
+		}
 		if onIndex {
 			if !f.Match(e.asRecord(scratch)) {
 				return nil
@@ -231,16 +245,32 @@ func (x *Index) score(ctx context.Context, sn snapshot, pv *partView, pk string,
 // caller's tenant only, in the index's key order (subject, then record id:
 // oldest first within a subject), at most limit (0: all).
 func (x *Index) List(ctx context.Context, f *Filter, limit int) ([]*memory.Record, error) {
+	return x.ListAfter(ctx, f, memory.Position{}, limit)
+}
+
+// ListAfter is List starting after a place in its order (a page's cursor,
+// memory.PositionOf the last record of the page before). Entries before it
+// are passed over untested: only compared, and not charged to the read's
+// work budget.
+func (x *Index) ListAfter(ctx context.Context, f *Filter, after memory.Position, limit int) ([]*memory.Record, error) {
 	out := []*memory.Record{}
-	f, tenant, subject, scope, ok := prepare(ctx, f)
-	if !ok {
-		return out, nil
+	f, tenant, subject, scope, ok, err := prepare(ctx, f)
+	if err != nil || !ok {
+		return out, err
 	}
 	onIndex, words := f.indexable(), f.words()
-	err := x.read(ctx, partKey(subject, scope), func(sn snapshot, pv *partView) error {
+	err = x.read(ctx, partKey(subject, scope), func(sn snapshot, pv *partView) error {
 		var err error
 		scratch := &memory.Record{Status: memory.StatusActive}
+		sc := newScan(ctx, f, &x.examined)
 		hit := func(e *entry) bool {
+			if !after.Before(e.SubjectID, e.ID) {
+				err = sc.skip()
+				return err == nil
+			}
+			if err = sc.charge(len(e.Summary)); err != nil {
+				return false
+			}
 			if onIndex && !f.Match(e.asRecord(scratch)) {
 				return true
 			}
@@ -280,15 +310,19 @@ func (x *Index) List(ctx context.Context, f *Filter, limit int) ([]*memory.Recor
 
 // prepare confines a read's filter (nil: every record) to the caller's
 // tenant and returns it with the tenant and the ids it pins; ok is false
-// when nothing can match.
-func prepare(ctx context.Context, f *Filter) (_ *Filter, _ memory.Tenant, subject string, scope memory.Scope, ok bool) {
+// when nothing can match. Errors: EINVALID for an id operand no record
+// can hold (a NUL byte), checked before the store sees it.
+func prepare(ctx context.Context, f *Filter) (_ *Filter, _ memory.Tenant, subject string, scope memory.Scope, ok bool, err error) {
 	if f == nil {
 		f = And()
+	}
+	if err := f.checkIDs(); err != nil {
+		return nil, memory.Tenant{}, "", memory.Scope{}, false, err
 	}
 	tenant := memory.TenantOf(ctx)
 	f = confine(f, tenant)
 	subject, scope, ok = f.Pinned()
-	return f, tenant, subject, scope, ok
+	return f, tenant, subject, scope, ok, nil
 }
 
 // asRecord fills r with what the entry holds, for a filter to test.
@@ -367,5 +401,5 @@ func (x *Index) ListActive(ctx context.Context, f memory.ListFilter) ([]*memory.
 	if err != nil {
 		return nil, err
 	}
-	return x.List(ctx, flt, f.Limit)
+	return x.ListAfter(ctx, flt, f.After, f.Limit)
 }

@@ -121,9 +121,26 @@ func (pt *partTerms) score(terms []string, threshold float64) []docScore {
 	type hit struct{ doc, term, count int32 }
 	var hits []hit
 	df := make([]int, len(terms))
+	// A long query looks its terms up in a map: with every bit of the
+	// mask set, the loop below would compare each term of the part with
+	// each of the query's.
+	var index map[string]int
+	if len(terms) > 8 {
+		index = make(map[string]int, len(terms))
+		for i, t := range terms {
+			index[t] = i
+		}
+	}
 	base := int32(0)
 	for _, ct := range pt.chunks {
 		for j := masked(ct.hashes, 0, mask); j < len(ct.hashes); j = masked(ct.hashes, j+1, mask) {
+			if index != nil {
+				if i, ok := index[ct.text[ct.off[j]:ct.off[j+1]]]; ok {
+					hits = append(hits, hit{base + ct.owner[j], int32(i), ct.counts[j]})
+					df[i]++
+				}
+				continue
+			}
 			h := ct.hashes[j]
 			for i, q := range qh {
 				if h != q {

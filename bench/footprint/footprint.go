@@ -132,16 +132,37 @@ func Measure(ctx context.Context, cfg Config) (*Report, error) {
 	rep.ReadWhat = fmt.Sprintf("listing subject fp-0 (%d records), a search in it and 100 reads by id", cfg.Records/cfg.Subjects)
 	rep.Loaded, err = sample(ctx, cfg, func(c *sidecar.Client) error {
 		var list struct {
-			Count    int `json:"count"`
 			Memories []struct {
 				ID string `json:"id"`
 			} `json:"memories"`
 		}
-		if err := c.Do(ctx, http.MethodGet, c.Agent+"/api/v1/memories?subjectId=fp-0", nil, &list); err != nil {
-			return err
+		// The list comes in pages of at most 1,000; read them all.
+		listed := 0
+		for after := ""; ; {
+			var page struct {
+				Count    int `json:"count"`
+				Memories []struct {
+					ID string `json:"id"`
+				} `json:"memories"`
+				Next string `json:"next"`
+			}
+			q := url.Values{"subjectId": {"fp-0"}, "limit": {"1000"}}
+			if after != "" {
+				q.Set("after", after)
+			}
+			if err := c.Do(ctx, http.MethodGet, c.Agent+"/api/v1/memories?"+q.Encode(), nil, &page); err != nil {
+				return err
+			}
+			if after == "" {
+				list.Memories = page.Memories
+			}
+			if listed += page.Count; page.Next == "" {
+				break
+			}
+			after = page.Next
 		}
-		if list.Count != cfg.Records/cfg.Subjects {
-			return fmt.Errorf("subject fp-0 lists %d records, want %d", list.Count, cfg.Records/cfg.Subjects)
+		if listed != cfg.Records/cfg.Subjects {
+			return fmt.Errorf("subject fp-0 lists %d records, want %d", listed, cfg.Records/cfg.Subjects)
 		}
 		if err := c.Do(ctx, http.MethodGet, c.Agent+"/api/v1/memories?"+url.Values{"subjectId": {"fp-1"}, "q": {"cedar"}}.Encode(), nil, nil); err != nil {
 			return err

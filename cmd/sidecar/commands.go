@@ -88,8 +88,28 @@ func reviewCommand(cl *cliEnv) *ffcli.Command {
 			if shadow {
 				return shadowList(ctx, cl, c, after, limit)
 			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "GET", "/admin/v1/reviews", nil, &raw); err != nil {
+			// The queue comes a page at a time; the list shows all of it.
+			all := struct {
+				Reviews []json.RawMessage `json:"reviews"`
+				Count   int               `json:"count"`
+			}{Reviews: []json.RawMessage{}}
+			for next := ""; ; {
+				var page struct {
+					Reviews []json.RawMessage `json:"reviews"`
+					Next    string            `json:"next"`
+				}
+				if err := c.call(ctx, "GET", "/admin/v1/reviews?"+url.Values{"after": {next}, "limit": {"1000"}}.Encode(), nil, &page); err != nil {
+					return err
+				}
+				all.Reviews = append(all.Reviews, page.Reviews...)
+				if page.Next == "" || page.Next == next {
+					break
+				}
+				next = page.Next
+			}
+			all.Count = len(all.Reviews)
+			raw, err := json.Marshal(all)
+			if err != nil {
 				return err
 			}
 			return c.show(cl.stdout, raw, func(w io.Writer) error {

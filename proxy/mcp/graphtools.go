@@ -43,11 +43,25 @@ type statusResult struct {
 	Message string `json:"message"`
 }
 
-// active returns the active records of one subject ("" = all).
+// MaxGraphMemories bounds the memories one knowledge-graph tool reads:
+// server-memory's tools answer the whole graph (read_graph) or search it
+// whole (search_nodes, open_nodes), with no paging in their schema. A graph
+// over it is refused, never cut short; the Mem0 tools page.
+const MaxGraphMemories = 10_000
+
+// maxGraphMemories is MaxGraphMemories, lowered by tests.
+var maxGraphMemories = MaxGraphMemories
+
+// active returns the active records of one subject ("" = all), at most
+// MaxGraphMemories of them. Errors: ETOOLARGE past that.
 func (s *Server) active(ctx context.Context, subject string) ([]*memory.Record, error) {
-	recs, err := s.gov.List(ctx, memory.ListFilter{SubjectID: subject})
+	recs, err := s.gov.List(ctx, memory.ListFilter{SubjectID: subject, Limit: maxGraphMemories + 1})
 	if err != nil {
 		return nil, fmt.Errorf("reading the active layer: %w", err)
+	}
+	if len(recs) > maxGraphMemories {
+		return nil, memory.Errorf(memory.ETOOLARGE, "the knowledge graph holds more than %d memories, more than one call reads; "+
+			"use get_memories or search_memories, which page and filter", maxGraphMemories)
 	}
 	return recs, nil
 }

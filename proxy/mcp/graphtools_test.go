@@ -227,3 +227,28 @@ func TestActorComesFromTheSession(t *testing.T) {
 		t.Fatal("quarantined session's entity still visible")
 	}
 }
+
+// TestGraphReadsAreBounded: the knowledge-graph tools read at most
+// MaxGraphMemories memories (lowered here to 3); a graph over it is an
+// error saying so, never a graph cut short.
+func TestGraphReadsAreBounded(t *testing.T) {
+	old := maxGraphMemories
+	maxGraphMemories = 3
+	t.Cleanup(func() { maxGraphMemories = old })
+	e := newEnv(t)
+	cs := e.connect("client", nil)
+	mustOK(t, cs, "create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "a", "entityType": "thing", "observations": []string{"one"}}}})
+	if g := readGraphOf(t, cs); len(g.Entities) != 1 {
+		t.Fatalf("a graph within the bound: %+v", g)
+	}
+	mustOK(t, cs, "create_entities", map[string]any{"entities": []any{
+		map[string]any{"name": "b", "entityType": "thing", "observations": []string{"two"}}}})
+	for tool, args := range map[string]any{"read_graph": map[string]any{}, "search_nodes": map[string]any{"query": "t"},
+		"open_nodes": map[string]any{"names": []string{"a"}}} {
+		res := call(t, cs, tool, args)
+		if !res.IsError || !strings.Contains(text(res), "more than 3 memories") {
+			t.Errorf("%s over the bound: error=%v %q", tool, res.IsError, text(res))
+		}
+	}
+}

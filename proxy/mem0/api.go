@@ -141,6 +141,9 @@ func (h *Handler) History(ctx context.Context, id string) ([]HistoryEntry, error
 // version as an event of its own. Errors: ENOTFOUND.
 func (h *Handler) Event(ctx context.Context, id string) (EventView, error) {
 	notFound := memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it.")
+	if err := memory.CheckLookupID("event id", id); err != nil {
+		return EventView{}, err
+	}
 	if len(id) > memory.MaxIDLen {
 		return EventView{}, notFound
 	}

@@ -24,7 +24,10 @@ type errorBody struct {
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	code := memory.ErrorCode(err)
 	status := proxy.StatusOf(code) // the same statuses as the native API's; Mem0's body shape
-	if code == memory.EINTERNAL {
+	switch {
+	case proxy.ClientLeft(r, err):
+		h.log.Debug("mem0 request stopped: the client left", "method", r.Method, "path", r.URL.Path, "err", err)
+	case code == memory.EINTERNAL:
 		h.log.Error("mem0 request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	if code == memory.EUNAUTHORIZED {

@@ -136,6 +136,10 @@ func failureOf(rec *memory.Record) string {
 
 func (h *Handler) getEvent(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	if err := memory.CheckLookupID("event id", id); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	if len(id) > memory.MaxIDLen {
 		h.fail(w, r, memory.Errorf(memory.ENOTFOUND, "Event not found or you don't have permission to access it."))
 		return

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 
@@ -63,8 +62,9 @@ func (h *Handler) list(ctx context.Context, f *filter) ([]*memory.Record, error)
 	if h.index != nil {
 		out, err = h.index.List(ctx, f.ast, 0)
 	} else { // no index: list through the governor, then filter
-		out, err = h.gov.List(ctx, memory.ListFilter{Scope: f.scope()})
-		out = slices.DeleteFunc(out, func(r *memory.Record) bool { return !f.match(r) })
+		if out, err = h.gov.List(ctx, memory.ListFilter{Scope: f.scope()}); err == nil {
+			out, err = search.Select(ctx, f.ast, out)
+		}
 	}
 	if err != nil {
 		return nil, err

@@ -29,10 +29,17 @@ func (h *Handler) search(ctx context.Context, p searchParams) ([]memoryJSON, err
 		q.Filter, scope = p.filter.ast, p.filter.scope()
 	}
 	if h.index == nil {
+		if err := search.CheckQuery(q.Text); err != nil {
+			return nil, err
+		}
 		recs, err := h.gov.List(ctx, memory.ListFilter{Scope: scope})
 		if err != nil {
 			return nil, err
 		}
+		if recs, err = search.Select(ctx, q.Filter, recs); err != nil {
+			return nil, err
+		}
+		q.Filter = nil // tested
 		return toHits(search.Rank(recs, q)), nil
 	}
 	hits, err := h.index.Search(ctx, q)
