@@ -95,6 +95,9 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 	if err != nil {
 		return nil, err
 	}
+	if features, err = withModel(features, files); err != nil {
+		return nil, err
+	}
 	if cfg.runTests && len(tests) > 0 {
 		rep, err := runRegoTests(ctx, withTests(modules, tests), data)
 		if err != nil {
@@ -133,7 +136,7 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root},
 		decision: newPreparedQuery(pq, compiler, DecisionQuery, features), place: place}
 	if cfg.plain {
-		p.plain = newPlainPath(data)
+		p.plain = newPlainPath(data, features)
 	} else {
 		var placeFeatures *textFeatures
 		if place != nil {
@@ -198,7 +201,7 @@ func parseModules(files FileSet) (modules, tests map[string]*ast.Module, err err
 func mergeData(files FileSet) (map[string]any, error) {
 	root := map[string]any{}
 	for p, content := range files {
-		if isModule(p) {
+		if isModule(p) || isModel(p) {
 			continue
 		}
 		var doc any

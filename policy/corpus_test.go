@@ -179,3 +179,59 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 		}
 	}
 }
+
+// realHeld are the figures of each source's aside part when the
+// classifier and its thresholds were last chosen (from the tuning parts
+// only, out of fold: memgate-train -folds 5 -sweep): reviews per 1,000
+// ordinary writes may not rise, the share of high-risk texts caught may
+// not fall. Lower (raise) them when a change improves a source.
+var realHeld = map[string]struct {
+	reviewsPer1000, recall float64
+}{}
+
+// TestCorpusBySource writes every text of the real corpus through the
+// governor as free text and prints, by source and part, the reviews per
+// 1,000 ordinary writes, the high-risk texts caught, precision, the
+// poisoning kept out; the aside parts are held to realHeld.
+func TestCorpusBySource(t *testing.T) {
+	ctx := context.Background()
+	g := corpusGovernor(t)
+	examples, err := policy.ReadRealCorpus("corpus/real")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raceEnabled {
+		// The race detector slows a write tenfold: every fifth text
+		// (the run without -race covers them all).
+		var thin []policy.Example
+		for i, e := range examples {
+			if i%5 == 0 {
+				thin = append(thin, e)
+			}
+		}
+		examples = thin
+	}
+	scores := policy.SourceScores{}
+	for _, e := range examples {
+		got, _, err := submitExample(ctx, g, e, "", "")
+		if err != nil {
+			t.Fatalf("%s: %v", e.ID, err)
+		}
+		scores.Add(e, got)
+	}
+	list := scores.Sorted()
+	t.Logf("real text by source (%d texts):\n%s", len(examples), policy.SourceTable(list))
+	for _, s := range list {
+		if s.Secrets > s.SecretsRefused {
+			t.Errorf("%s/%s: %d of %d secrets stored", s.Set, s.Part, s.Secrets-s.SecretsRefused, s.Secrets)
+		}
+		h, ok := realHeld[s.Set]
+		if !ok || s.Part != policy.PartAside || raceEnabled {
+			continue
+		}
+		if s.ReviewsPer1000() > h.reviewsPer1000+0.05 || s.Recall() < h.recall-0.05 {
+			t.Errorf("%s (aside) got worse: %.1f reviews per 1,000 ordinary writes (was %.1f), %.1f%% of high-risk texts caught (was %.1f%%)",
+				s.Set, s.ReviewsPer1000(), h.reviewsPer1000, s.Recall(), h.recall)
+		}
+	}
+}

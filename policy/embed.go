@@ -6,12 +6,13 @@ import (
 	"strings"
 )
 
-//go:embed default/*.rego default/*.json
+//go:embed default/*.rego default/*.json default/classifier.model
 var defaultFS embed.FS
 
 // DefaultFiles returns the policy built into the binary: its modules, its
-// Rego tests and its data document (default/data.json), which an operator's
-// policy directory or bundle replaces as a whole.
+// Rego tests, its data document (default/data.json) and its text
+// classifier (default/classifier.model, made by cmd/memgate-train), which
+// an operator's policy directory or bundle replaces as a whole.
 func DefaultFiles() FileSet {
 	files := FileSet{}
 	err := fs.WalkDir(defaultFS, "default", func(p string, d fs.DirEntry, err error) error {

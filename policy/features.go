@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/textclass"
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -73,6 +74,10 @@ type textFeatures struct {
 	// contextSources are the evidence source prefixes whose evidence is
 	// a conversation, read by patterns only.
 	contextSources []string
+	// model is the policy's classifier (textmodel.go), nil without one;
+	// modelHeads its heads' names as terms.
+	model      *textclass.Model
+	modelHeads []*ast.Term
 	// emit marks the features reported in text_features; nil: all. A
 	// query's own copy (see forShape) reports only what it reads.
 	emit []bool
@@ -225,7 +230,8 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 // refers to are computed and reported (a regex costs more than the rest
 // of the input). Nil when it reads none of the text fields.
 func (f *textFeatures) forShape(cand *inputShape) *textFeatures {
-	if f == nil || !(cand.has(textFeaturesKey) || cand.has(textFirstKey) || cand.has(textCapturesKey)) {
+	if f == nil || !(cand.has(textFeaturesKey) || cand.has(textFirstKey) || cand.has(textCapturesKey) ||
+		(f.model != nil && cand.has(textScoresKey))) {
 		return nil
 	}
 	feats, first, captures := cand.field(textFeaturesKey), cand.field(textFirstKey), cand.field(textCapturesKey)

@@ -17,7 +17,9 @@ import (
 // *.rego files are modules (*_test.rego ones are Rego unit tests, run on
 // every load and never evaluated for decisions); *.json, *.yaml and *.yml
 // files are data, placed at their directory's path as OPA's loader does (so
-// a top-level data.json is the root of data).
+// a top-level data.json is the root of data); a top-level classifier.model
+// is the learned text classifier whose scores the sidecar hands to the
+// rules (ModelFile).
 type FileSet map[string]string
 
 // Bounds on a policy, whether read from disk, a bundle or a request body.
@@ -33,8 +35,14 @@ func policyFile(name string) bool {
 	case ".rego", ".json", ".yaml", ".yml":
 		return true
 	}
-	return false
+	return isModel(name)
 }
+
+// ModelFile is the learned text classifier of a policy (package textclass),
+// beside its data: it is read by the sidecar, never handed to OPA.
+const ModelFile = "classifier.model"
+
+func isModel(name string) bool { return name == ModelFile }
 
 func isTestModule(name string) bool { return strings.HasSuffix(name, "_test.rego") }
 
@@ -127,7 +135,7 @@ func (files FileSet) Validate() error {
 			return fmt.Errorf("policy file path %q is not a clean relative path", p)
 		}
 		if !policyFile(p) {
-			return fmt.Errorf("policy file %q is not .rego, .json, .yaml or .yml", p)
+			return fmt.Errorf("policy file %q is not .rego, .json, .yaml or .yml, nor %s", p, ModelFile)
 		}
 		if len(content) > MaxPolicyFileBytes {
 			return fmt.Errorf("policy file %q is %d bytes, more than the %d allowed", p, len(content), MaxPolicyFileBytes)

@@ -126,7 +126,7 @@ var keyTerms = func() map[string]*ast.Term {
 		"status", "candidateSource", "scope", "metadata", "evidence", "affects", "supersedes", "supersededBy",
 		"rollbackPoint", "expectedHead", "decision", "review", "rollbackReason", "createdAt", "activatedAt",
 		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey, textFirstKey, textCapturesKey, textClausesKey,
-		textScanKey, textMoreKey, textReadKey,
+		textScanKey, textMoreKey, textReadKey, textScoresKey,
 		"agentId", "userId", "runId", "sessionId", "remoteAddr", "client", "appId", "excerpt", "sourceRef",
 		"risk", "action", "reasons", "rule", "message", "revision", "policyError",
 		"outcome", "by", "route", "mode", "note", "at"} {
@@ -299,7 +299,7 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, sha
 	// The scan normalizes the summary too; a record without features to
 	// report (current, pending) is normalized on its own.
 	var scan *textScan
-	if features != nil && (f.has(textFeaturesKey) || f.has(textFirstKey) || f.has(textCapturesKey)) {
+	if features != nil && (f.has(textFeaturesKey) || f.has(textFirstKey) || f.has(textCapturesKey) || f.has(textScoresKey)) {
 		scan = scans.get(r, features)
 	}
 	if f.has(textNormKey) {
@@ -342,6 +342,9 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, sha
 			}
 		}
 		f.term(textReadKey, ast.NewTerm(objectOf(read)))
+	}
+	if scan != nil && scan.scores != nil {
+		f.term(textScoresKey, features.scoresTerm(scan.scores))
 	}
 	if scan != nil {
 		facts := features.facts(scan)

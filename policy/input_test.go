@@ -88,7 +88,7 @@ func TestInputMatchesJSON(t *testing.T) {
 }
 
 var sidecarFields = map[string]bool{textNormKey: true, textFeaturesKey: true, textFirstKey: true, textCapturesKey: true, textClausesKey: true,
-	textScanKey: true, textMoreKey: true, textReadKey: true}
+	textScanKey: true, textMoreKey: true, textReadKey: true, textScoresKey: true}
 
 // stripSidecarFields removes the text fields the sidecar adds wherever they are.
 func stripSidecarFields(t *testing.T, v ast.Value) ast.Value {
@@ -158,7 +158,7 @@ func TestFeaturesMatchRego(t *testing.T) {
 			recs = append(recs, &memory.Record{Summary: text})
 		}
 	}
-	plain := newPlainPath(data)
+	plain := newPlainPath(data, p.features)
 	for _, rec := range recs {
 		if len(rec.Value) == 0 {
 			rec.Value = nil

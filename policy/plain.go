@@ -26,12 +26,16 @@ type plainPath struct {
 	// spec is data.memgate_config.features as parsed JSON; nil when the
 	// policy declares no features.
 	spec map[string]any
+	// features carries the policy's classifier, if any: its scores are
+	// the sidecar's own (no Rego defines them), computed by the same code
+	// on both paths.
+	features *textFeatures
 }
 
-func newPlainPath(data map[string]any) *plainPath {
+func newPlainPath(data map[string]any, features *textFeatures) *plainPath {
 	mg, _ := data[ConfigRoot].(map[string]any)
 	spec, _ := mg["features"].(map[string]any)
-	return &plainPath{spec: spec}
+	return &plainPath{spec: spec, features: features}
 }
 
 func (pp *plainPath) eval(ctx context.Context, q rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error) {
@@ -84,6 +88,13 @@ func (pp *plainPath) input(in *memory.PolicyInput) (map[string]any, error) {
 		}
 		cand[textClausesKey], cand[textMoreKey], cand[textReadKey] = parts, more, read
 		cand[textScanKey] = ct.scanNorm(normalizeFolded(ct.folded))
+		if pp.features != nil && pp.features.model != nil {
+			scores := map[string]any{}
+			for i, v := range pp.features.scanText(in.Candidate).scores {
+				scores[pp.features.model.Heads()[i]] = roundedNumber(v)
+			}
+			cand[textScoresKey] = scores
+		}
 	}
 	if cand, ok := doc["candidate"].(map[string]any); ok && pp.spec != nil {
 		features, first, captures, err := plainFacts(pp.spec, cand)

@@ -20,6 +20,10 @@ type textScan struct {
 	// found is indexed by feature id (textFeatures.names).
 	found    []bool
 	captures map[string]*ast.Term // capture name -> what it captured
+	// modelNames are the features the classifier read, scores what it
+	// gave (nil without a classifier).
+	modelNames []string
+	scores     []float32
 }
 
 // scanText finds f's features and captures in rec's texts, folding its
@@ -57,11 +61,16 @@ func (f *textFeatures) scan(rec *memory.Record, ct *candidateText, norm string) 
 			}
 		}
 	}
-	if len(f.patterns) > 0 {
-		f.matchPatterns(rec, ct.more, found)
-	}
 	for name, id := range f.builtin {
 		found[id] = ct.builtin[name]
+	}
+	if f.model != nil {
+		s.modelNames = f.modelFeatures(found)
+		s.scores = make([]float32, len(f.modelHeads))
+		f.model.Score(s.scanNorm, s.modelNames, s.scores)
+	}
+	if len(f.patterns) > 0 {
+		f.matchPatterns(rec, ct.more, found)
 	}
 	for _, cs := range f.captures {
 		if c, ok := cs.capture(norm); ok {

@@ -44,38 +44,77 @@ fired contains "judge_secret" if input.judge.label == "secret"
 
 fired contains "memory_poisoning" if {
 	text_poisoning
+	text_risky
+	not same_as_current
+}
+
+fired contains "memory_poisoning" if {
+	text_injection
 	not same_as_current
 }
 
 fired contains "strategy_in_text" if {
 	text_rule
+	text_risky
 	not same_as_current
 }
 
 fired contains "strategy_in_text" if {
 	input.candidate.text_first.policy_topic
+	text_risky
 	not same_as_current
 }
 
 fired contains "permission_in_text" if {
 	text_permission
+	text_risky
 	not same_as_current
 }
 
 fired contains "normative_text" if {
 	text_unknown_rule
 	not text_rule
+	text_risky
 	not same_as_current
 }
 
 fired contains "status_change" if {
 	text_status_change
+	text_risky
 	input.op == "write"
+	not same_as_current
+}
+
+# The classifier alone, where it is confident (config.classifier.confident):
+# text no lexicon recognises can still be a rule, an instruction to the
+# agent, a change of state or a guess about one.
+fired contains "classified_poisoning" if {
+	classified("poisoning")
+	not same_as_current
+}
+
+fired contains "classified_state_change" if {
+	classified("state")
+	input.op == "write"
+	not same_as_current
+}
+
+fired contains "classified_inference" if {
+	classified("inference")
+	not same_as_current
+}
+
+fired contains "classified_risk" if {
+	classified("risk")
+	not classified("poisoning")
+	not classified("state")
+	not classified("inference")
 	not same_as_current
 }
 
 fired contains "inference_in_text" if {
 	text_inference
+	text_risky
 	not same_as_current
 }
 

@@ -1,0 +1,357 @@
+// Command memgate-train trains the policy's text classifier from the
+// labelled corpus and writes it beside the policy's data:
+//
+//	go run ./cmd/memgate-train                      # policy/default/classifier.model
+//	go run ./cmd/memgate-train -policy-dir ./my-policy -out ./my-policy/classifier.model
+//
+// It learns from the parts of the corpus marked for tuning: the curated
+// parts the rules were tuned on (policy/corpus/dev*.jsonl) and the rows of
+// policy/corpus/real/*.jsonl whose part is "tune". Rows marked "aside"
+// and the curated hold-out parts are never read: they measure the result
+// (go test -run TestCorpus ./policy/). The same corpus and flags give the
+// same model, byte for byte. With -folds it also reports, from
+// out-of-fold scores on the tuning rows only, how each head separates the
+// classes at a few thresholds: what data.json's thresholds are chosen
+// from.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/policy"
+	"github.com/memgate/memgate/textclass"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "memgate-train:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fl := flag.NewFlagSet("memgate-train", flag.ContinueOnError)
+	corpus := fl.String("corpus", "policy/corpus", "the labelled corpus: dev*.jsonl and real/*.jsonl")
+	dir := fl.String("policy-dir", "policy/default", "the policy whose text features the classifier reads")
+	out := fl.String("out", "", "where to write the model (default: <policy-dir>/classifier.model)")
+	dims := fl.Uint("dims", 1<<17, "hash buckets (a power of two)")
+	epochs := fl.Int("epochs", 24, "passes over the examples")
+	seed := fl.Uint64("seed", 1, "the order of the examples in each pass")
+	rate := fl.Float64("rate", 0.2, "AdaGrad's learning rate")
+	l2 := fl.Float64("l2", 1e-6, "weight decay per update")
+	folds := fl.Int("folds", 0, "with k > 1, report out-of-fold separation on the tuning rows (k trainings more)")
+	curatedLow := fl.Float64("curated-low-weight", 4, "weight of the curated corpus's low-risk examples: they are written like its high-risk ones, so that the model learns what a text says, not how the corpus writes")
+	sweep := fl.Bool("sweep", false, "with -folds, also decide every tuning row with its fold's model and report, by source, what each gate and confidence threshold would park")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if *out == "" {
+		*out = filepath.Join(*dir, policy.ModelFile)
+	}
+	files, err := policy.ReadDir(*dir)
+	if err != nil {
+		return err
+	}
+	examples, err := tuningExamples(*corpus)
+	if err != nil {
+		return err
+	}
+	train, err := policy.ClassifierExamples(ctx, files, examples)
+	if err != nil {
+		return err
+	}
+	weighCuratedLow(examples, train, float32(*curatedLow))
+	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Dims: uint32(*dims), Epochs: *epochs, Seed: *seed, Rate: *rate, L2: *l2}
+	m, err := textclass.Train(train, opts)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, m.Marshal(), 0o644); err != nil {
+		return err
+	}
+	slog.Info("trained the text classifier", "examples", len(train), "from", len(examples), "heads", strings.Join(opts.Heads, ","),
+		"buckets", opts.Dims, "out", *out, "bytes", len(m.Marshal()))
+	if *folds > 1 {
+		models, err := report(train, opts, *folds)
+		if err != nil {
+			return err
+		}
+		if *sweep {
+			return sweepThresholds(ctx, files, examples, models)
+		}
+	}
+	return nil
+}
+
+// weighCuratedLow sets the weight of the curated low-risk examples;
+// train holds examples' training examples, secrets left out.
+func weighCuratedLow(examples []policy.Example, train []textclass.Example, w float32) {
+	i := 0
+	for _, e := range examples {
+		if e.Kind == "secret" {
+			continue
+		}
+		if e.Set == "" && !e.HighRisk() {
+			train[i].Weight = w
+		}
+		i++
+	}
+}
+
+// tuningExamples reads the corpus rows the classifier may learn from.
+func tuningExamples(dir string) ([]policy.Example, error) {
+	var out []policy.Example
+	paths, err := filepath.Glob(filepath.Join(dir, "dev*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	real, err := filepath.Glob(filepath.Join(dir, "real", "*.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	paths = append(paths, real...)
+	slices.Sort(paths)
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("no corpus files under %s: %w", dir, fs.ErrNotExist)
+	}
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		ex, err := policy.ReadExamples(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		curated := !strings.Contains(filepath.ToSlash(p), "/real/")
+		for _, e := range ex {
+			if curated || e.Part == policy.PartTune {
+				out = append(out, e)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b policy.Example) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// report trains k models, each without one fold of the examples, scores
+// that fold, and prints for each head the share of positives and
+// negatives at or above a few thresholds. It returns the fold models.
+func report(ex []textclass.Example, opts textclass.TrainOptions, k int) ([]*textclass.Model, error) {
+	scores := make([][]float32, len(ex))
+	models := make([]*textclass.Model, k)
+	for fold := range k {
+		var train []textclass.Example
+		for i, e := range ex {
+			if i%k != fold {
+				train = append(train, e)
+			}
+		}
+		m, err := textclass.Train(train, opts)
+		if err != nil {
+			return nil, fmt.Errorf("fold %d: %w", fold, err)
+		}
+		models[fold] = m
+		for i, e := range ex {
+			if i%k == fold {
+				scores[i] = make([]float32, len(opts.Heads))
+				m.Score(e.Norm, e.Features, scores[i])
+			}
+		}
+	}
+	thresholds := []float32{0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95}
+	for h, name := range opts.Heads {
+		var pos, neg int
+		above := make([][2]int, len(thresholds))
+		for i, e := range ex {
+			y := e.Labels[h]
+			if y < 0 {
+				continue
+			}
+			if y >= 0.5 {
+				pos++
+			} else {
+				neg++
+			}
+			for t, th := range thresholds {
+				if scores[i][h] >= th {
+					if y >= 0.5 {
+						above[t][0]++
+					} else {
+						above[t][1]++
+					}
+				}
+			}
+		}
+		fmt.Printf("head %s: %d positive, %d negative (out of fold, %d folds)\n", name, pos, neg, k)
+		for t, th := range thresholds {
+			fmt.Printf("  >= %.2f: recall %5.1f%%, false positives %5.2f%%\n", th,
+				100*float64(above[t][0])/float64(max(pos, 1)), 100*float64(above[t][1])/float64(max(neg, 1)))
+		}
+	}
+	return models, nil
+}
+
+// outcome is one tuning row decided by its fold's model: with every
+// lexicon signal counted (gate 0) and with none (gate above 1), and the
+// model's scores; what any gate and confidence threshold decide follows
+// from these (text.rego: a signal counts when a head reaches the gate,
+// and a head at the confidence threshold parks the write by itself).
+type outcome struct {
+	ex            policy.Example
+	lexicon, none memory.Action
+	scores        []float32
+}
+
+func (o outcome) decide(gate, confident float32) memory.Action {
+	top := float32(0)
+	for _, s := range o.scores {
+		top = max(top, s)
+	}
+	a := o.none
+	if top >= gate {
+		a = o.lexicon
+	}
+	if a == memory.ActionApply && top >= confident {
+		a = memory.ActionReview
+	}
+	return a
+}
+
+// sweepThresholds decides every tuning row with the model that did not
+// learn from it (the rows are folded as report folded them: the i-th
+// example, in id order, is in fold i%k) and prints, by source, the
+// ordinary rows parked and the high-risk rows caught at each threshold.
+func sweepThresholds(ctx context.Context, files policy.FileSet, examples []policy.Example, models []*textclass.Model) error {
+	var rows []policy.Example
+	for _, e := range examples {
+		if e.Kind != "secret" {
+			rows = append(rows, e)
+		}
+	}
+	k := len(models)
+	var outs []outcome
+	for fold, m := range models {
+		lex, err := compileWith(ctx, files, m, 0, 2)
+		if err != nil {
+			return err
+		}
+		none, err := compileWith(ctx, files, m, 2, 2)
+		if err != nil {
+			return err
+		}
+		for i, e := range rows {
+			if i%k != fold {
+				continue
+			}
+			a, scores, err := lex.DecideFreeText(ctx, e)
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.ID, err)
+			}
+			b, _, err := none.DecideFreeText(ctx, e)
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.ID, err)
+			}
+			outs = append(outs, outcome{ex: e, lexicon: a, none: b, scores: scores})
+		}
+	}
+	set := func(e policy.Example) string {
+		if e.Set == "" {
+			return "curated"
+		}
+		return e.Set
+	}
+	var sets []string
+	for _, o := range outs {
+		if !slices.Contains(sets, set(o.ex)) {
+			sets = append(sets, set(o.ex))
+		}
+	}
+	slices.Sort(sets)
+	if debugMissed {
+		for _, o := range outs {
+			if o.ex.HighRisk() && o.decide(0.05, 2) == memory.ActionApply {
+				fmt.Printf("MISSED %s %v lex=%s: %.100q\n", o.ex.ID, o.scores, o.lexicon, o.ex.Text)
+			}
+			if !o.ex.HighRisk() && o.ex.Set == "" && o.decide(2, 0.98) != memory.ActionApply {
+				fmt.Printf("CONFIDENT-FP %s %v: %.100q\n", o.ex.ID, o.scores, o.ex.Text)
+			}
+		}
+	}
+	for _, gate := range []float32{0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2} {
+		for _, conf := range []float32{0.9, 0.95, 0.98, 2} {
+			fmt.Printf("gate %.2f confident %.2f:", gate, conf)
+			for _, s := range sets {
+				var low, lowParked, high, highCaught int
+				for _, o := range outs {
+					if set(o.ex) != s {
+						continue
+					}
+					got := o.decide(gate, conf)
+					if o.ex.HighRisk() {
+						high++
+						if got != memory.ActionApply {
+							highCaught++
+						}
+					} else {
+						low++
+						if got != memory.ActionApply {
+							lowParked++
+						}
+					}
+				}
+				fmt.Printf("  %s parked %.1f%% of %d, caught %.1f%% of %d;", s, pct(lowParked, low), low, pct(highCaught, high), high)
+			}
+			fmt.Println()
+		}
+	}
+	return nil
+}
+
+func pct(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * float64(a) / float64(b)
+}
+
+// compileWith compiles the policy with model as its classifier and the
+// classifier's gate and confidence threshold set in its data.
+func compileWith(ctx context.Context, files policy.FileSet, m *textclass.Model, gate, confident float64) (*policy.Compiled, error) {
+	fs := policy.FileSet{}
+	for p, c := range files {
+		fs[p] = c
+	}
+	fs[policy.ModelFile] = string(m.Marshal())
+	var data map[string]any
+	if err := json.Unmarshal([]byte(fs["data.json"]), &data); err != nil {
+		return nil, fmt.Errorf("data.json: %w", err)
+	}
+	cfg, _ := data[policy.ConfigRoot].(map[string]any)
+	cls, _ := cfg["classifier"].(map[string]any)
+	if cls == nil {
+		return nil, fmt.Errorf("data.json has no %s.classifier", policy.ConfigRoot)
+	}
+	cls["gate"], cls["confident"] = gate, confident
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil, err
+	}
+	fs["data.json"] = string(b)
+	return policy.CompileUntested(ctx, fs)
+}
+
+func init() { debugMissed = os.Getenv("MEMGATE_TRAIN_DEBUG") != "" }
+
+var debugMissed bool

@@ -1,0 +1,149 @@
+// Package textclass is memgate's learned text classifier: logistic
+// regression over hashed word and character n-grams of a memory's
+// normalized text and the lexicon features policy found in it, one
+// output (head) per question policy asks ("is this high risk?", "is it
+// an instruction to the agent?"…). It is trained from the labelled corpus
+// by one command (cmd/memgate-train), ships as a file of the policy
+// (classifier.model, beside data.json) and scores a write in a few
+// microseconds, deterministically. Policy decides what the scores mean:
+// the sidecar hands them to Rego as features.
+//
+// The model is small by construction: Dims buckets (feature hashing with a
+// sign bit, so collisions cancel on average rather than add up) times the
+// number of heads, each weight an int8 with one scale per head.
+package textclass
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Model is a trained classifier. It is immutable once built or parsed and
+// safe for concurrent use.
+type Model struct {
+	heads []string
+	dims  uint32 // a power of two
+	bias  []float32
+	scale []float32 // per head: weight = int8 * scale
+	// w holds the weights bucket by bucket, a head after another:
+	// w[b*len(heads)+h], so one token touches one cache line.
+	w []int8
+}
+
+// Heads names the model's outputs, in the order Score writes them.
+func (m *Model) Heads() []string { return m.heads }
+
+// Dims is the number of hash buckets.
+func (m *Model) Dims() uint32 { return m.dims }
+
+const (
+	magic      = "MGTC1\n"
+	maxHeads   = 16
+	maxDims    = 1 << 22
+	maxNameLen = 64
+)
+
+// Parse reads a model written by Marshal.
+func Parse(b []byte) (*Model, error) {
+	r := bytes.NewReader(b)
+	head := make([]byte, len(magic))
+	if _, err := r.Read(head); err != nil || string(head) != magic {
+		return nil, errors.New("textclass: not a model file (bad magic)")
+	}
+	var nHeads, dims uint32
+	if err := binary.Read(r, binary.LittleEndian, &nHeads); err != nil {
+		return nil, fmt.Errorf("textclass: header: %w", err)
+	}
+	if err := binary.Read(r, binary.LittleEndian, &dims); err != nil {
+		return nil, fmt.Errorf("textclass: header: %w", err)
+	}
+	if nHeads == 0 || nHeads > maxHeads || dims == 0 || dims > maxDims || dims&(dims-1) != 0 {
+		return nil, fmt.Errorf("textclass: %d heads of %d buckets: want 1..%d heads and a power of two up to %d buckets", nHeads, dims, maxHeads, maxDims)
+	}
+	m := &Model{dims: dims, bias: make([]float32, nHeads), scale: make([]float32, nHeads)}
+	for i := range nHeads {
+		var n uint8
+		if err := binary.Read(r, binary.LittleEndian, &n); err != nil || n == 0 || n > maxNameLen {
+			return nil, fmt.Errorf("textclass: head %d: bad name", i)
+		}
+		name := make([]byte, n)
+		if _, err := r.Read(name); err != nil {
+			return nil, fmt.Errorf("textclass: head %d: %w", i, err)
+		}
+		m.heads = append(m.heads, string(name))
+	}
+	for _, f := range [][]float32{m.bias, m.scale} {
+		if err := binary.Read(r, binary.LittleEndian, f); err != nil {
+			return nil, fmt.Errorf("textclass: biases and scales: %w", err)
+		}
+		for _, x := range f {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				return nil, errors.New("textclass: a bias or scale is not a finite number")
+			}
+		}
+	}
+	n := int(dims) * int(nHeads)
+	if r.Len() != n {
+		return nil, fmt.Errorf("textclass: %d bytes of weights, want %d", r.Len(), n)
+	}
+	m.w = make([]int8, n)
+	if err := binary.Read(r, binary.LittleEndian, m.w); err != nil {
+		return nil, fmt.Errorf("textclass: weights: %w", err)
+	}
+	return m, nil
+}
+
+// Marshal writes the model in the format Parse reads.
+func (m *Model) Marshal() []byte {
+	var b bytes.Buffer
+	b.WriteString(magic)
+	binary.Write(&b, binary.LittleEndian, uint32(len(m.heads)))
+	binary.Write(&b, binary.LittleEndian, m.dims)
+	for _, h := range m.heads {
+		b.WriteByte(byte(len(h)))
+		b.WriteString(h)
+	}
+	binary.Write(&b, binary.LittleEndian, m.bias)
+	binary.Write(&b, binary.LittleEndian, m.scale)
+	binary.Write(&b, binary.LittleEndian, m.w)
+	return b.Bytes()
+}
+
+// Score writes into out (len(Heads()) long) the probability each head
+// gives the text: norm is the text in policy's normalized form (lowercase,
+// a space around every word, Chinese characters without spaces), features
+// the names of the lexicon features policy found in it.
+func (m *Model) Score(norm string, features []string, out []float32) {
+	h := len(m.heads)
+	var acc [maxHeads]float32
+	copy(acc[:], m.bias)
+	mask := m.dims - 1
+	Tokens(norm, features, func(t uint32) {
+		b := int(t&mask) * h
+		if t&signBit != 0 {
+			for i := range h {
+				acc[i] -= float32(m.w[b+i]) * m.scale[i]
+			}
+		} else {
+			for i := range h {
+				acc[i] += float32(m.w[b+i]) * m.scale[i]
+			}
+		}
+	})
+	for i := range h {
+		out[i] = sigmoid(acc[i])
+	}
+}
+
+func sigmoid(x float32) float32 {
+	return float32(1 / (1 + math.Exp(-float64(x))))
+}
+
+// String describes the model for logs.
+func (m *Model) String() string {
+	return fmt.Sprintf("textclass model: heads %s, %d buckets", strings.Join(m.heads, ","), m.dims)
+}

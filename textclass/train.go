@@ -1,0 +1,164 @@
+package textclass
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Example is one labelled text for Train.
+type Example struct {
+	Norm     string    // the text in policy's normalized form
+	Features []string  // the lexicon features policy found in it
+	Labels   []float32 // per head: 1 (yes), 0 (no) or -1 (not labelled for this head)
+	Weight   float32   // 0 counts as 1
+}
+
+// TrainOptions tune Train; the zero value of a field takes its default.
+type TrainOptions struct {
+	Heads  []string // required
+	Dims   uint32   // hash buckets, a power of two (default 1<<18)
+	Epochs int      // passes over the examples (default 12)
+	Rate   float64  // AdaGrad's learning rate (default 0.2)
+	L2     float64  // weight decay per update (default 1e-6)
+	Seed   uint64   // the order of the examples in each pass
+}
+
+// Train fits one logistic regression per head with AdaGrad, each head's
+// classes weighted to count alike, and quantizes the weights to int8. The
+// same examples and options give the same model, byte for byte.
+func Train(examples []Example, o TrainOptions) (*Model, error) {
+	h := len(o.Heads)
+	if h == 0 || h > maxHeads {
+		return nil, fmt.Errorf("textclass: %d heads, want 1..%d", h, maxHeads)
+	}
+	for _, name := range o.Heads {
+		if name == "" || len(name) > maxNameLen {
+			return nil, fmt.Errorf("textclass: head name %q", name)
+		}
+	}
+	if o.Dims == 0 {
+		o.Dims = 1 << 18
+	}
+	if o.Dims&(o.Dims-1) != 0 || o.Dims > maxDims {
+		return nil, fmt.Errorf("textclass: %d buckets: want a power of two up to %d", o.Dims, maxDims)
+	}
+	if o.Epochs == 0 {
+		o.Epochs = 12
+	}
+	if o.Rate == 0 {
+		o.Rate = 0.2
+	}
+	if o.L2 == 0 {
+		o.L2 = 1e-6
+	}
+	if len(examples) == 0 {
+		return nil, errors.New("textclass: no examples")
+	}
+	// Tokens once per example.
+	toks := make([][]uint32, len(examples))
+	for i, e := range examples {
+		if len(e.Labels) != h {
+			return nil, fmt.Errorf("textclass: example %d has %d labels, want %d", i, len(e.Labels), h)
+		}
+		Tokens(e.Norm, e.Features, func(t uint32) { toks[i] = append(toks[i], t) })
+	}
+	// Class weights: each head's positives and negatives weigh alike.
+	pos, neg := make([]float64, h), make([]float64, h)
+	for _, e := range examples {
+		for j, y := range e.Labels {
+			switch {
+			case y >= 0.5:
+				pos[j] += weight(e)
+			case y >= 0:
+				neg[j] += weight(e)
+			}
+		}
+	}
+	cw := make([][2]float64, h) // [negative, positive]
+	for j := range h {
+		if pos[j] == 0 || neg[j] == 0 {
+			return nil, fmt.Errorf("textclass: head %s needs examples of both classes (%v positive, %v negative)", o.Heads[j], pos[j], neg[j])
+		}
+		total := pos[j] + neg[j]
+		cw[j] = [2]float64{total / (2 * neg[j]), total / (2 * pos[j])}
+	}
+	mask := o.Dims - 1
+	w := make([]float64, int(o.Dims)*h)
+	g2 := make([]float64, len(w))
+	bias, bg2 := make([]float64, h), make([]float64, h)
+	order := make([]int, len(examples))
+	for i := range order {
+		order[i] = i
+	}
+	for epoch := range o.Epochs {
+		rng := rand.New(rand.NewPCG(o.Seed, uint64(epoch)))
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, i := range order {
+			e := examples[i]
+			for j, y := range e.Labels {
+				if y < 0 {
+					continue
+				}
+				z := bias[j]
+				for _, t := range toks[i] {
+					v := w[int(t&mask)*h+j]
+					if t&signBit != 0 {
+						v = -v
+					}
+					z += v
+				}
+				p := 1 / (1 + math.Exp(-z))
+				c := cw[j][0]
+				if y >= 0.5 {
+					c = cw[j][1]
+				}
+				g := (p - float64(y)) * c * weight(e)
+				bg2[j] += g * g
+				bias[j] -= o.Rate * g / (math.Sqrt(bg2[j]) + 1e-8)
+				for _, t := range toks[i] {
+					k := int(t&mask)*h + j
+					gk := g
+					if t&signBit != 0 {
+						gk = -g
+					}
+					gk += o.L2 * w[k]
+					g2[k] += gk * gk
+					w[k] -= o.Rate * gk / (math.Sqrt(g2[k]) + 1e-8)
+				}
+			}
+		}
+	}
+	return quantize(o, w, bias), nil
+}
+
+func weight(e Example) float64 {
+	if e.Weight <= 0 {
+		return 1
+	}
+	return float64(e.Weight)
+}
+
+// quantize turns the float weights into int8 with one scale per head.
+func quantize(o TrainOptions, w, bias []float64) *Model {
+	h := len(o.Heads)
+	m := &Model{heads: append([]string(nil), o.Heads...), dims: o.Dims, bias: make([]float32, h),
+		scale: make([]float32, h), w: make([]int8, len(w))}
+	for j := range h {
+		m.bias[j] = float32(bias[j])
+		max := 0.0
+		for k := j; k < len(w); k += h {
+			max = math.Max(max, math.Abs(w[k]))
+		}
+		if max == 0 {
+			m.scale[j] = 1
+			continue
+		}
+		m.scale[j] = float32(max / 127)
+		for k := j; k < len(w); k += h {
+			m.w[k] = int8(math.Round(w[k] / max * 127))
+		}
+	}
+	return m
+}
