@@ -26,7 +26,17 @@
 //     id or named as such), azure-connection-string-key (AccountKey= and
 //     SharedAccessKey=), private-key-block (a PEM header followed by key
 //     material, without the END line), bearer-token and
-//     tencent-cloud-secret-id (AKID...).
+//     tencent-cloud-secret-id (AKID...), and prefixed-key (key material
+//     after a vendor's prefix such as ghp_, sk_test_, pk_live_ or xoxb-,
+//     whole or cut short, as half of a key split in two is).
+//
+// Example and test keys are keys: a memory is not a code repository.
+// gitleaks lets through keys that read as examples (AWS's
+// AKIAIOSFODNN7EXAMPLE, a list of published GCP keys, values holding the
+// alphabet or words such as "example", "sample" or "mock"); this package
+// removes those allowlist entries (examples.go). Stripe's sk_test_ and
+// pk_test_ keys count. What has no key material does not: <your-api-key>,
+// YOUR_API_KEY, ${TOKEN}, xxxxxxxx, sk-..., ghp_YOUR_TOKEN_HERE.
 //
 // An assignment counts only if its value looks like a credential: at
 // least 6 characters with a digit, a symbol or mixed case, and not a
@@ -44,7 +54,9 @@
 // characters, variation selectors and other default-ignorable characters
 // removed), so that a zero-width space inside a key or full-width letters
 // do not hide it. Both are also scanned with spaced-out keys joined
-// ("AKIA ULQU YFHO ...", "s k _ l i v e _ ...", "AKIA-ULQU-YFHO-..."),
+// ("AKIA ULQU YFHO ...", "s k _ l i v e _ ...", "AKIA-ULQU-YFHO-...", one
+// group a line, and pieces of any length after a known key prefix:
+// "ghp_KncswoQ8Q XsLVr7K0Y ...", a token wrapped over lines),
 // and with base64 (standard or URL alphabet) and hex tokens of at least 16
 // characters decoded in place when they decode to mostly printable text; a
 // rule that matches only then is reported as "decoded-base64:<rule>" or
@@ -78,8 +90,12 @@
 //     line break, are not linked.
 //   - Look-alike letters from other scripts (Cyrillic а for Latin a) are
 //     not folded, so a key spelled with them is missed.
-//   - Keys split into pieces of unequal length, or of more than 8
-//     characters, or across lines, are not joined.
+//   - Keys split into pieces of unequal length or of more than 8
+//     characters are joined only after a known key prefix (keyPrefixes),
+//     and only where each piece has a digit or an inner capital; a key
+//     is not joined across a blank line (or across two of a record's
+//     fields). The half of a key cut in two that carries the prefix is
+//     found (prefixed-key); the other half alone is a random string.
 //   - Encodings other than base64 and hex (URL encoding, gzip, base32,
 //     ROT13), and encodings nested more than one level, are not decoded.
 //   - The other way round, after a keyword and a verb any word with a
