@@ -28,10 +28,11 @@ type Options struct {
 	// BatchSlots is how many slots quarantine and restore change per transaction.
 	BatchSlots int
 	// Secrets scans every string a candidate carries (default: the
-	// Classifier, if it is a SecretScanner). A candidate
-	// with a finding is rejected and redacted whatever policy decides, so a
-	// secret is never applied, parked or logged; policy sees the findings
-	// as input.secrets.
+	// Classifier, if it is a SecretScanner). A candidate with a secret is
+	// rejected and redacted whatever policy decides, so a secret is never
+	// applied, parked or logged. If it is also a PIIScanner, personal data
+	// is reported too, and policy decides (a rejected write is redacted
+	// the same way). Policy sees the findings as input.secrets.
 	Secrets SecretScanner
 	// Judge, if set, gives a model's second opinion on a candidate's text,
 	// as input.judge. It is asked before the slot is locked; an error or a

@@ -83,26 +83,51 @@ type PolicyInput struct {
 	Pending   []*Record `json:"pending"` // the slot's pending records
 	Actor     Actor     `json:"actor"`
 	Dialect   string    `json:"dialect"`
-	// Secrets are the credentials the governor's scanner found in the
-	// candidate, by field and rule; never the secret itself, so the input
-	// can be kept in the audit log and replayed.
+	// Secrets are the credentials and the personal data (Kind) the
+	// governor's scanner found in the candidate, by field and rule; never
+	// the value itself, so the input can be kept in the audit log and
+	// replayed.
 	Secrets []SecretFinding `json:"secrets"`
 	// Judge is a model's second opinion on the candidate's text, when one
 	// is configured and answered in time; null otherwise.
 	Judge *Verdict `json:"judge"`
 }
 
-// SecretFinding says which field of a candidate holds a credential and
-// which detection rule found it.
+// SecretFinding says which field of a candidate holds a credential or
+// personal data, and which detection rule found it.
 type SecretFinding struct {
 	Field string `json:"field"` // e.g. summary, value, metadata.url, actor.agentId
-	Rule  string `json:"rule"`  // e.g. aws-access-token, password-assignment
+	Rule  string `json:"rule"`  // e.g. aws-access-token, password-assignment, pii-payment-card
+	// Kind is FindingSecret or FindingPII. Empty means a secret: audit
+	// logs written before personal data was detected hold only secrets.
+	Kind string `json:"kind,omitempty"`
 }
+
+// Kinds of findings. The governor rejects a write with a secret whatever
+// policy says; personal data is policy's to decide (the default policy's
+// pii_detected rejects it, an operator may park it for review instead).
+const (
+	FindingSecret = "secret"
+	FindingPII    = "pii"
+)
+
+// IsPII reports whether f is personal data rather than a credential.
+func (f SecretFinding) IsPII() bool { return f.Kind == FindingPII }
 
 // SecretScanner finds credentials in text. It returns the ids of the
 // rules that matched, or none; never the matched text.
 type SecretScanner interface {
 	FindSecrets(text string) []string
+}
+
+// PIIScanner finds personal data (payment card numbers, national ids,
+// IBANs) in text, like SecretScanner finds credentials: the ids of the
+// detectors that matched, never the matched text. A SecretScanner that is
+// also a PIIScanner (memgate's are) has its findings reported with Kind
+// FindingPII; it is a separate interface so that a scanner without it
+// still scans for secrets.
+type PIIScanner interface {
+	FindPII(text string) []string
 }
 
 // Verdict is a model's classification of a candidate's text (the judge).

@@ -13,34 +13,53 @@ import (
 // candidate for a secret that policy did not reject.
 const RuleSecretDetected = "secret_detected"
 
+// RulePIIDetected is the default policy's rule for personal data in a
+// candidate (findings of kind FindingPII). The governor leaves its action
+// to policy, but never shadows it (see shadowable).
+const RulePIIDetected = "pii_detected"
+
 // ScanRecord returns what s finds in every string a record's writer chose:
 // summary, value, metadata, slot fields, actor, scope and evidence. Nil
-// when s is nil or finds nothing.
+// when s is nil or finds nothing. Secrets come first (Kind FindingSecret),
+// then personal data (FindingPII) if s is also a PIIScanner.
 func ScanRecord(s SecretScanner, r *Record) []SecretFinding {
 	if s == nil {
 		return nil
 	}
 	fields := recordStrings(r)
-	// Most records hold no secret: one scan of all fields together, and a
+	// Most records hold nothing: one scan of all fields together, and a
 	// scan per field only to say where a finding is.
 	var all strings.Builder
 	for _, f := range fields {
 		all.WriteString(f.text)
 		all.WriteString("\n\n")
 	}
-	rules := s.FindSecrets(all.String())
+	out := scanFields(fields, all.String(), s.FindSecrets, FindingSecret)
+	if p, ok := s.(PIIScanner); ok {
+		out = append(out, scanFields(fields, all.String(), p.FindPII, FindingPII)...)
+	}
+	return out
+}
+
+// scanFields runs find over all (the fields joined) and, when it finds
+// anything, over each field to say where.
+func scanFields(fields []namedText, all string, find func(string) []string, kind string) []SecretFinding {
+	rules := find(all)
 	if len(rules) == 0 {
 		return nil
 	}
 	var out []SecretFinding
 	for _, f := range fields {
-		for _, rule := range s.FindSecrets(f.text) {
-			out = append(out, SecretFinding{Field: f.name, Rule: rule})
+		for _, rule := range find(f.text) {
+			out = append(out, SecretFinding{Field: f.name, Rule: rule, Kind: kind})
 		}
 	}
-	if len(out) == 0 { // found only across fields: the whole record is suspect
-		for _, rule := range rules {
-			out = append(out, SecretFinding{Field: "record", Rule: rule})
+	// What only the fields together hold (an encoded token in one field
+	// and the word "password" in another, a key id beside its secret) is
+	// the whole record's: every field is redacted.
+	for _, rule := range rules {
+		if !slices.ContainsFunc(out, func(f SecretFinding) bool { return f.Rule == rule }) {
+			out = append(out, SecretFinding{Field: "record", Rule: rule, Kind: kind})
 		}
 	}
 	return out
@@ -133,20 +152,27 @@ func jsonStrings(raw []byte) string {
 
 // withSecrets makes sure a candidate with a secret is rejected, whatever
 // the policy (or its failure) decided, and says which fields to redact.
+// Personal data is policy's to decide (pii_detected): its fields are
+// redacted only when the write is rejected, so a refusal keeps no copy of
+// the value while a write policy parks keeps its text for the reviewer.
 func withSecrets(d Decision, findings []SecretFinding) Decision {
 	if len(findings) == 0 {
 		return d
 	}
-	for _, f := range findings {
-		if !slices.Contains(d.Redact, f.Field) {
-			d.Redact = append(d.Redact, f.Field)
-		}
+	if i := slices.IndexFunc(findings, func(f SecretFinding) bool { return !f.IsPII() }); i >= 0 && d.Action != ActionReject {
+		d.Action, d.Risk = ActionReject, RiskHigh
+		d.Reasons = append(slices.Clone(d.Reasons), Reason{Rule: RuleSecretDetected,
+			Message: "contains a credential (" + findings[i].Rule + " in " + findings[i].Field + "); secrets are never remembered"})
 	}
-	if d.Action == ActionReject {
+	if d.Action != ActionReject {
 		return d
 	}
-	d.Action, d.Risk = ActionReject, RiskHigh
-	d.Reasons = append(slices.Clone(d.Reasons), Reason{Rule: RuleSecretDetected,
-		Message: "contains a credential (" + findings[0].Rule + " in " + findings[0].Field + "); secrets are never remembered"})
+	redact := slices.Clone(d.Redact)
+	for _, f := range findings {
+		if !slices.Contains(redact, f.Field) {
+			redact = append(redact, f.Field)
+		}
+	}
+	d.Redact = redact
 	return d
 }

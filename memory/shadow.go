@@ -79,8 +79,9 @@ func (g *Governor) PolicyMode() PolicyMode {
 // shadow applies the mode to a decision. A decision that parks or
 // rejects is applied instead in shadow mode, and one the policy shadows
 // rule by rule keeps the policy's shadow, except that a secret is always
-// rejected (DESIGN §1: secrets are never stored) and a policy failure
-// always parks (rule 8, fail closed: there is no verdict to shadow).
+// rejected (DESIGN §1: secrets are never stored), personal data gets what
+// policy decided for it, and a policy failure always parks (rule 8, fail
+// closed: there is no verdict to shadow).
 func (g *Governor) shadow(d Decision) Decision {
 	if d.Action == ActionApply || !shadowable(&d) {
 		d.Shadow = nil
@@ -98,13 +99,15 @@ func (g *Governor) shadow(d Decision) Decision {
 	return d
 }
 
-// shadowable reports whether a decision may be shadowed at all.
+// shadowable reports whether a decision may be shadowed at all. Personal
+// data (RulePIIDetected) is not: shadow mode would make it active memory
+// the agent reads, which no operator setting of pii_detected asked for.
 func shadowable(d *Decision) bool {
 	if d.PolicyError != "" || len(d.Redact) > 0 {
 		return false
 	}
 	for _, r := range d.Reasons {
-		if r.Rule == RuleSecretDetected || r.Rule == RuleJudgeSecret {
+		if r.Rule == RuleSecretDetected || r.Rule == RuleJudgeSecret || r.Rule == RulePIIDetected {
 			return false
 		}
 	}

@@ -39,6 +39,9 @@ func shadowPolicy(_ context.Context, in *PolicyInput) (Decision, error) {
 	case "rule-mixed":
 		d.Action, d.Reasons = ActionReject, []Reason{{Rule: "not_a_memory", Message: "m"}, {Rule: "status_change", Message: "m"}}
 		d.Shadow = &Shadow{Action: ActionReview, Rules: []string{"not_a_memory"}, By: ShadowByRule}
+	case "pii":
+		// The default policy retuned to park personal data.
+		d.Action, d.Reasons = ActionReview, []Reason{{Rule: RulePIIDetected, Message: "m"}}
 	case "broken":
 		return d, errors.New("policy is broken")
 	default:
@@ -73,6 +76,7 @@ func TestShadowDecisions(t *testing.T) {
 		{"per-rule shadow of a rejection still parks for the other rule", PolicyEnforce, "rule-mixed x", OutcomeParked, ActionReject, "rule:review:not_a_memory"},
 		{"shadow mode wins over a per-rule partial shadow", PolicyShadow, "rule-mixed x", OutcomeApplied, ActionReject, "mode:apply:not_a_memory,status_change"},
 		{"per-rule shadow never lets a secret through", PolicyEnforce, "rule-park SECRET-2", OutcomeRefused, ActionReject, ""},
+		{"personal data policy parks stays parked in shadow mode", PolicyShadow, "pii card PII-1", OutcomeParked, ActionReview, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gov, obs := newShadowGov(tc.mode)

@@ -189,6 +189,12 @@ func TestSecretsAreNeverStored(t *testing.T) {
 		{"sourceRef", memory.Candidate{Summary: "from the runbook", Evidence: memory.Evidence{SourceRef: "https://ops:" + pw + "@wiki.internal/runbook"}}, pw},
 		{"value", memory.Candidate{Summary: "ci settings", Value: json.RawMessage(`{"token": "` + key + `"}`)}, key},
 		{"policy-shaped", memory.Candidate{Summary: "Never deploy without the token " + key}, key},
+		// Example and test keys are keys; so is a key split by spaces or cut in two.
+		{"aws example key", memory.Candidate{Summary: "Example creds from the AWS docs: AKIAIOSFODNN7EXAMPLE"}, "IOSFODNN7"},
+		{"stripe test key", memory.Candidate{Summary: "checkout", Metadata: map[string]any{"pk": "pk_test_TYooMQauvdEDq54NiTphI7jx"}}, "TYooMQauvdEDq54"},
+		{"split by spaces", memory.Candidate{Summary: "令牌拆成几段发你：ghp_KncswoQ8Q XsLVr7K0Y hzoBjQWxF yi0lD9KdM"}, "KncswoQ8Q"},
+		{"cut across fields", memory.Candidate{Summary: "first half of the bot token: ghp_gy902HmrHx7kUeUjeYee",
+			Metadata: map[string]any{"second half": "2FOdvEICn8jaLh4P"}}, "2FOdvEICn8jaLh4P"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := tc.c
@@ -275,7 +281,7 @@ func fakeJudge(t *testing.T, verdict string, delay time.Duration, calls *atomic.
 
 // TestJudgeRaisesNeverLowers: the model's verdict reaches policy as
 // input.judge and can only raise risk; a judge that is down or slow leaves
-// the rules' verdict alone; a secret is never sent to it.
+// the rules' verdict alone; a secret or personal data is never sent to it.
 func TestJudgeRaisesNeverLowers(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -311,5 +317,11 @@ func TestJudgeRaisesNeverLowers(t *testing.T) {
 	}
 	if calls.Load() != 0 {
 		t.Errorf("a secret was sent to the judge")
+	}
+	if res := mustSubmit(t, g, memory.Candidate{Summary: "my card is 4111 1111 1111 1111", Scope: memory.Scope{UserID: "u"}}); res.Outcome != memory.OutcomeRefused {
+		t.Errorf("a card number: %s, want rejected", res.Outcome)
+	}
+	if calls.Load() != 0 {
+		t.Errorf("personal data was sent to the judge")
 	}
 }

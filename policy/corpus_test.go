@@ -27,8 +27,8 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // texts over-reviewed. Lower them when a change improves a part; never
 // raise them.
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
-	"holdout":  {4, 3, 4},
-	"holdout2": {10, 2, 6},
+	"holdout":  {4, 2, 4},
+	"holdout2": {10, 1, 6},
 }
 
 func readCorpus(t testing.TB, part string) []policy.Example {

@@ -85,7 +85,12 @@ func secretsTerm(fs []memory.SecretFinding) *ast.Term {
 	}
 	terms := make([]*ast.Term, len(fs))
 	for i, s := range fs {
-		terms[i] = ast.ObjectTerm(item("field", ast.StringTerm(s.Field)), item("rule", ast.StringTerm(s.Rule)))
+		if s.Kind == "" { // omitted, as encoding/json does
+			terms[i] = ast.ObjectTerm(item("field", ast.StringTerm(s.Field)), item("rule", ast.StringTerm(s.Rule)))
+			continue
+		}
+		terms[i] = ast.ObjectTerm(item("field", ast.StringTerm(s.Field)), item("rule", ast.StringTerm(s.Rule)),
+			item("kind", ast.StringTerm(s.Kind)))
 	}
 	return ast.ArrayTerm(terms...)
 }
@@ -122,7 +127,7 @@ func (f *fields) has(k string) bool { return f.shape.has(k) }
 var keyTerms = func() map[string]*ast.Term {
 	m := map[string]*ast.Term{}
 	for _, k := range []string{"op", "candidate", "current", "pending", "actor", "dialect",
-		"id", "slotId", "layer", "declaredLayer", "inferredLayer", "secrets", "judge", "field", "label", "model", "redact", "subjectId", "factType", "summary", "value", "riskLevel", "categories",
+		"id", "slotId", "layer", "declaredLayer", "inferredLayer", "secrets", "judge", "field", "kind", "label", "model", "redact", "subjectId", "factType", "summary", "value", "riskLevel", "categories",
 		"status", "candidateSource", "scope", "metadata", "evidence", "affects", "supersedes", "supersededBy",
 		"rollbackPoint", "expectedHead", "decision", "review", "rollbackReason", "createdAt", "activatedAt",
 		"supersededAt", "decidedAt", "rolledBackAt", textNormKey, textFeaturesKey, textFirstKey, textCapturesKey, textClausesKey,

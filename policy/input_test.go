@@ -55,7 +55,7 @@ func fullInput() *memory.PolicyInput {
 	sparse := &memory.Record{ID: "01JB", Layer: memory.LayerState, Summary: "phase 2", Status: memory.StatusActive,
 		Decision: &memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}}
 	return &memory.PolicyInput{Op: memory.OpWrite, Candidate: cand, Current: sparse, Pending: []*memory.Record{sparse, cand},
-		Actor: cand.Actor, Dialect: "mem0", Secrets: []memory.SecretFinding{{Field: "summary", Rule: "r"}},
+		Actor: cand.Actor, Dialect: "mem0", Secrets: []memory.SecretFinding{{Field: "summary", Rule: "r"}, {Field: "metadata", Rule: "pii-iban", Kind: memory.FindingPII}},
 		Judge: &memory.Verdict{Label: "strategy", Risk: memory.RiskHigh, Reason: "why", Model: "m"}}
 }
 

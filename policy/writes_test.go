@@ -138,6 +138,24 @@ var realisticWrites = []write{
 	{name: "secret in a strategy constraint", summary: "auto-publish for project alpha uses token: ghp_abcdefghijklmnopqrstuvwxyz0123456789",
 		want: outcome{action: "reject", categories: []string{"strategy"}, layer: "policy", factType: "publish.auto"}},
 
+	// Free text: example and test keys are keys, split or not.
+	{name: "AWS's documented example key", summary: "Example creds from the AWS docs: AKIAIOSFODNN7EXAMPLE / wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		want: outcome{action: "reject", risk: "high", categories: []string{}, layer: "knowledge", rule: "secret_detected"}},
+	{name: "Stripe publishable test key", summary: "checkout uses pk_test_TYooMQauvdEDq54NiTphI7jx",
+		want: outcome{action: "reject", risk: "high", categories: []string{}, layer: "knowledge", rule: "secret_detected"}},
+	{name: "GitHub token split over lines", summary: "the bot token:\nghp_gy902Hmr\nHx7kUeUjeYee2FOd\nvEICn8jaLh4P",
+		want: outcome{action: "reject", risk: "high", categories: []string{}, layer: "knowledge", rule: "secret_detected"}},
+
+	// Free text: personal data (pii_detected, not secret_detected).
+	{name: "test card number", summary: "My card number is 4111 1111 1111 1111",
+		want: outcome{action: "reject", risk: "high", categories: []string{}, layer: "knowledge", rule: "pii_detected"}},
+	{name: "Chinese resident id", summary: "我的身份证号是11010519491231002X",
+		want: outcome{action: "reject", risk: "high", categories: []string{}, layer: "knowledge", rule: "pii_detected"}},
+	{name: "IBAN in metadata", summary: "Rent goes to the landlord's account", metadata: map[string]any{"iban": "DE89 3704 0044 0532 0130 00"},
+		want: outcome{action: "reject", risk: "high", categories: []string{}, layer: "knowledge", rule: "pii_detected"}},
+	{name: "parcel and phone numbers are no PII", summary: "Parcel 1Z999AA10123456784 arrived on 2024-03-12; the courier's phone is +1 415 555 0132",
+		want: outcome{action: "apply", risk: "low", categories: []string{}, layer: "knowledge", rule: "knowledge_verified"}},
+
 	// Free text: model inferences.
 	{name: "inferred preference", summary: "The user probably prefers dark mode", source: memory.SourceInference,
 		want: outcome{action: "apply", categories: []string{}, layer: "preference"}},

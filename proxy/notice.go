@@ -57,7 +57,7 @@ func RefusedNotice(rec *memory.Record) string {
 // rejectRules are the default policy's rules that reject, most telling
 // first: a refused write's decision also lists the rules that would have
 // applied it.
-var rejectRules = []string{memory.RuleSecretDetected, "judge_secret", "not_a_memory"}
+var rejectRules = []string{memory.RuleSecretDetected, memory.RulePIIDetected, "judge_secret", "not_a_memory"}
 
 // refusal is why a write was refused: the reason of a rejecting rule, or
 // every reason when the policy's rules are not known.

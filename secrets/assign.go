@@ -244,7 +244,9 @@ func credentialValue(value string, numericOK bool) bool {
 
 // placeholder reports whether value stands for a credential instead of
 // being one: <password>, ${DB_PASS}, $PASS, {{ .pass }}, %PASS%, ****,
-// xxxxxx, [REDACTED].
+// xxxxxx, [REDACTED], YOUR_API_KEY. A value with key material is no
+// placeholder because it reads as an example: example and test
+// credentials are credentials.
 func placeholder(value string) bool {
 	switch value[0] {
 	case '<', '$', '{', '[':
@@ -270,7 +272,12 @@ func placeholder(value string) bool {
 		return true
 	}
 	lower := strings.ToLower(value)
-	return strings.Trim(lower, "x*.-_") == "" || strings.Contains(lower, "****") ||
-		strings.Contains(lower, "xxxx") || strings.HasPrefix(lower, "your") ||
-		strings.HasPrefix(lower, "my_") || strings.HasPrefix(lower, "my-")
+	if strings.Trim(lower, "x*.-_") == "" || strings.Contains(lower, "****") || strings.Contains(lower, "xxxx") {
+		return true // masked
+	}
+	// YOUR_API_KEY, your-password-here, my_token: words naming the value.
+	// An example value with key material ("YourStrongPassw0rd!",
+	// "my-Secret-2024") is a password someone may use: it counts.
+	return (strings.HasPrefix(lower, "your") || strings.HasPrefix(lower, "my_") || strings.HasPrefix(lower, "my-")) &&
+		!strings.ContainsFunc(value, func(r rune) bool { return !unicode.IsLetter(r) && !strings.ContainsRune("_-.", r) })
 }

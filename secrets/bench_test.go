@@ -66,3 +66,26 @@ func BenchmarkGitleaksDetector(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFindPII is the personal-data scan, which memory.ScanRecord runs
+// beside FindSecrets on every write, on the same texts and on texts with
+// personal data.
+func BenchmarkFindPII(b *testing.B) {
+	s := newScanner(b)
+	var pii []string
+	for _, c := range piiCases {
+		pii = append(pii, c.text)
+	}
+	texts := benchTexts()
+	texts["pii"] = pii
+	for _, name := range append(benchNames, "pii") {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				s.FindPII(texts[name][i%len(texts[name])])
+				i++
+			}
+		})
+	}
+}

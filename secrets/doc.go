@@ -1,6 +1,7 @@
-// Package secrets finds credentials in text, so that memgate never stores
-// one. [Scanner.FindSecrets] returns the ids of the rules that matched,
-// never the matched text.
+// Package secrets finds credentials and personal data in text, so that
+// memgate never stores a credential and stores personal data only as its
+// policy allows. [Scanner.FindSecrets] and [Scanner.FindPII] return the
+// ids of the rules that matched, never the matched text.
 //
 // # What is detected
 //
@@ -26,7 +27,17 @@
 //     id or named as such), azure-connection-string-key (AccountKey= and
 //     SharedAccessKey=), private-key-block (a PEM header followed by key
 //     material, without the END line), bearer-token and
-//     tencent-cloud-secret-id (AKID...).
+//     tencent-cloud-secret-id (AKID...), and prefixed-key (key material
+//     after a vendor's prefix such as ghp_, sk_test_, pk_live_ or xoxb-,
+//     whole or cut short, as half of a key split in two is).
+//
+// Example and test keys are keys: a memory is not a code repository.
+// gitleaks lets through keys that read as examples (AWS's
+// AKIAIOSFODNN7EXAMPLE, a list of published GCP keys, values holding the
+// alphabet or words such as "example", "sample" or "mock"); this package
+// removes those allowlist entries (examples.go). Stripe's sk_test_ and
+// pk_test_ keys count. What has no key material does not: <your-api-key>,
+// YOUR_API_KEY, ${TOKEN}, xxxxxxxx, sk-..., ghp_YOUR_TOKEN_HERE.
 //
 // An assignment counts only if its value looks like a credential: at
 // least 6 characters with a digit, a symbol or mixed case, and not a
@@ -44,7 +55,9 @@
 // characters, variation selectors and other default-ignorable characters
 // removed), so that a zero-width space inside a key or full-width letters
 // do not hide it. Both are also scanned with spaced-out keys joined
-// ("AKIA ULQU YFHO ...", "s k _ l i v e _ ...", "AKIA-ULQU-YFHO-..."),
+// ("AKIA ULQU YFHO ...", "s k _ l i v e _ ...", "AKIA-ULQU-YFHO-...", one
+// group a line, and pieces of any length after a known key prefix:
+// "ghp_KncswoQ8Q XsLVr7K0Y ...", a token wrapped over lines),
 // and with base64 (standard or URL alphabet) and hex tokens of at least 16
 // characters decoded in place when they decode to mostly printable text; a
 // rule that matches only then is reported as "decoded-base64:<rule>" or
@@ -78,8 +91,12 @@
 //     line break, are not linked.
 //   - Look-alike letters from other scripts (Cyrillic а for Latin a) are
 //     not folded, so a key spelled with them is missed.
-//   - Keys split into pieces of unequal length, or of more than 8
-//     characters, or across lines, are not joined.
+//   - Keys split into pieces of unequal length or of more than 8
+//     characters are joined only after a known key prefix (keyPrefixes),
+//     and only where each piece has a digit or an inner capital; a key
+//     is not joined across a blank line (or across two of a record's
+//     fields). The half of a key cut in two that carries the prefix is
+//     found (prefixed-key); the other half alone is a random string.
 //   - Encodings other than base64 and hex (URL encoding, gzip, base32,
 //     ROT13), and encodings nested more than one level, are not decoded.
 //   - The other way round, after a keyword and a verb any word with a
@@ -93,4 +110,28 @@
 //   - Cost grows with length, and most when gitleaks' generic rule could
 //     match somewhere (as in "auth: enabled_for_all_users"): it then runs
 //     over the whole text, 10-20 ms for 16 KB.
+//
+// # Personal data
+//
+// [Scanner.FindPII] finds, by checksum and structure rather than by
+// digits alone: payment card numbers (13 to 19 digits, together or in
+// groups, a Visa, Mastercard, American Express, Discover, JCB, UnionPay
+// or Diners Club prefix and length, and the Luhn check; test numbers such
+// as 4111 1111 1111 1111 count), US Social Security numbers (AAA-GG-SSSS
+// or AAA GG SSSS, or nine digits after "SSN" or "social security";
+// not area 000, 666 or 9xx, group 00 or serial 0000), Chinese resident
+// ids (18 characters: province, a birth date from 1900 to this year, the
+// ISO 7064 MOD 11-2 check digit) and IBANs (a country's length from the
+// IBAN registry and the mod-97 check). Phone, order and tracking numbers,
+// timestamps, versions, hashes and ids fail these checks (pii_test.go
+// keeps a table of them). It scans the same forms as FindSecrets but the
+// joined ones, in well under a microsecond for a short text.
+//
+// Known limits: a number inside a word or an identifier (x4111...,
+// slot_4111...) is not read as one; a card number grouped other than in
+// fours first, lowercase IBANs, SSNs written as bare digits without a
+// word naming them, and the 15-digit first-generation Chinese ids (no
+// check digit) are not found; about 1 in 10 numbers of a card's shape
+// passes the Luhn check, so an order number that happens to be one is
+// reported.
 package secrets

@@ -45,6 +45,7 @@ func loadLeakRules() (*compiledLeaks, error) {
 	if err := v.Unmarshal(&vc); err != nil {
 		return nil, fmt.Errorf("secrets: decode gitleaks default config: %w", err)
 	}
+	countExampleKeys(&vc)
 	cfg, err := vc.Translate()
 	if err != nil {
 		return nil, fmt.Errorf("secrets: compile gitleaks default config: %w", err)

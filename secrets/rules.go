@@ -176,6 +176,7 @@ var ownRules = []rule{
 		re:       regexp.MustCompile(`\bbearer[ \t]+([a-z0-9._~+/-]{20,}=*)`),
 		valid:    randomLooking(1),
 	},
+	prefixedKey,
 	{
 		// Tencent Cloud SecretId.
 		id:       "tencent-cloud-secret-id",
@@ -184,6 +185,35 @@ var ownRules = []rule{
 		valid:    randomLooking(1),
 	},
 }
+
+// cutKeyPrefixes begin keys and occur in nothing else: each ends in '_'
+// or '-', so an identifier (npm_config_cache) does not read as one.
+var cutKeyPrefixes = []string{
+	"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "glptt-", "gldt-",
+	"sk_live_", "sk_test_", "rk_live_", "rk_test_", "pk_live_", "pk_test_", "whsec_",
+	"xoxb-", "xoxp-", "xoxa-", "xoxe-", "xapp-", "sk-proj-", "sk-svcacct-", "sk-admin-", "sk-ant-",
+	"shpat_", "dop_v1_",
+}
+
+// prefixedKey finds key material after a vendor's key prefix, whether or
+// not it has the full format: a key cut in two (its halves in two fields
+// or two messages) leaves a prefixed piece too short for gitleaks' rule,
+// and some keys (Stripe's publishable pk_test_/pk_live_) have no gitleaks
+// rule. Twelve random-looking characters are key material; a placeholder
+// (sk_test_xxxxxxxx, ghp_YOUR_TOKEN) has none.
+var prefixedKey = func() rule {
+	var kw, alt []string
+	for _, p := range cutKeyPrefixes {
+		kw = append(kw, strings.ToLower(p))
+		alt = append(alt, regexp.QuoteMeta(p))
+	}
+	return rule{
+		id:       "prefixed-key",
+		keywords: kw,
+		re:       regexp.MustCompile(`(?:^|[^A-Za-z0-9_-])(?:` + strings.Join(alt, "|") + `)([A-Za-z0-9]{12,})`),
+		valid:    randomLooking(1),
+	}
+}()
 
 // randomLooking returns a validator accepting a match whose submatch n has
 // a letter and a digit, and not only hex digits of one case: random

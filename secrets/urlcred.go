@@ -41,11 +41,13 @@ func urlPassword(pw string) bool {
 	return true
 }
 
-// placeholderWords stand for a password in documentation.
+// placeholderWords stand for a password in documentation. Only words: a
+// documentation password with digits ("pass123") is a password people
+// use, and counts.
 var placeholderWords = map[string]bool{
 	"pass": true, "password": true, "passwd": true, "pwd": true, "secret": true,
 	"changeme": true, "user": true, "username": true, "token": true,
-	"mypassword": true, "yourpassword": true, "pass123": true, "pw": true,
+	"mypassword": true, "yourpassword": true, "pw": true,
 	"redacted": true, "hidden": true, "masked": true, "none": true, "null": true,
 }
 

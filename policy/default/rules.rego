@@ -32,9 +32,26 @@ layer := highest(judged_layers)
 
 # --- reject: what must never be remembered. The sidecar scans every
 # string of the candidate (summary, value, metadata, slot fields, actor,
-# evidence) and reports what it found, by field and rule, in input.secrets.
+# evidence) and reports what it found, by field and rule, in input.secrets:
+# credentials, and personal data with kind "pii" (findings without a kind,
+# as in audit logs written before, are credentials). Never the value.
 
-fired contains "secret_detected" if count(input.secrets) > 0
+fired contains "secret_detected" if {
+	some f in input.secrets
+	not pii_finding(f)
+}
+
+# Personal data: a payment card number, a national id number (US SSN,
+# Chinese resident id) or an IBAN, each checked by its checksum. Rejected
+# by default; an operator who wants a human to decide sets this rule's
+# action to review in data.json, and the reviewer then sees the text. (A
+# credential is rejected whatever this policy says: the sidecar forces it.)
+fired contains "pii_detected" if {
+	some f in input.secrets
+	pii_finding(f)
+}
+
+pii_finding(f) if f.kind == "pii"
 
 # A model judge (--judge-url) that reads a credential in the text.
 fired contains "judge_secret" if input.judge.label == "secret"

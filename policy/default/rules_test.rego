@@ -36,6 +36,66 @@ test_no_findings_no_secret if {
 	configured(d)
 }
 
+# --- pii_detected: personal data the scanner found (kind "pii"), never
+# the value. The outcome is data's: reject by default, review when an
+# operator retunes the rule; secret_detected does not fire for it.
+
+pii_card_in_metadata := with_secrets(
+	text("Card on file for the renewal", " card on file for the renewal "),
+	[{"field": "metadata", "rule": "pii-payment-card", "kind": "pii"}],
+)
+
+test_pii_fires_its_own_rule if {
+	d := decide(pii_card_in_metadata)
+	configured(d)
+	"pii_detected" in rules(d)
+	not "secret_detected" in rules(d)
+}
+
+test_pii_of_every_kind_fires if {
+	every rule in ["pii-payment-card", "pii-us-ssn", "pii-cn-resident-id", "pii-iban", "decoded-base64:pii-iban"] {
+		d := decide(with_secrets(text("x", " x "), [{"field": "summary", "rule": rule, "kind": "pii"}]))
+		rules(d) == {"pii_detected", "knowledge_verified"}
+	}
+}
+
+test_pii_rejects_or_parks_as_data_says if {
+	reject := decide(pii_card_in_metadata) with data.memgate_config.rules.pii_detected.action as "reject"
+		with data.memgate_config.rules.pii_detected.risk as "high"
+	reject.action == "reject"
+	reject.risk == "high"
+	review := decide(pii_card_in_metadata) with data.memgate_config.rules.pii_detected.action as "review"
+		with data.memgate_config.rules.knowledge_verified.action as "apply"
+	review.action == "review"
+	rules(review) == {"pii_detected", "knowledge_verified"}
+}
+
+# The reason names the kind of data, never the value (the sidecar has not
+# passed it; the message comes from data.json).
+test_pii_reason_names_no_value if {
+	inp := with_secrets(text("my card is 4111 1111 1111 1111", " my card is 4111 1111 1111 1111 "), [{"field": "summary", "rule": "pii-payment-card", "kind": "pii"}])
+	d := decide(inp)
+	every r in d.reasons {
+		not contains(r.message, "4111")
+	}
+}
+
+test_pii_beside_a_secret_fires_both if {
+	inp := with_secrets(text("x", " x "), [
+		{"field": "summary", "rule": "pii-iban", "kind": "pii"},
+		{"field": "metadata", "rule": "github-pat", "kind": "secret"},
+	])
+	d := decide(inp) with data.memgate_config.rules.pii_detected.action as "review"
+	{"pii_detected", "secret_detected"} & rules(d) == {"pii_detected", "secret_detected"}
+	d.action == strictest_action({"review", config.rules.secret_detected.action})
+}
+
+test_a_finding_without_a_kind_is_a_secret if {
+	d := decide(with_secrets(text("x", " x "), [{"field": "summary", "rule": "github-pat"}]))
+	"secret_detected" in rules(d)
+	not "pii_detected" in rules(d)
+}
+
 test_judge_secret_is_rejected if {
 	d := decide(object.union(text("the wifi thing is Kx93mq2", " the wifi thing is kx93mq2 "), {"judge": {"label": "secret", "risk": "high"}}))
 	configured(d)
@@ -328,7 +388,7 @@ test_decision_has_every_field if {
 
 test_every_rule_is_configured if {
 	every r in {
-		"secret_detected", "strategy_constraint", "permission_boundary", "strategy_in_text",
+		"secret_detected", "pii_detected", "strategy_constraint", "permission_boundary", "strategy_in_text",
 		"state_override", "knowledge_override", "delete_key_fact", "inference_key_fact",
 		"inference_unverified", "pending_conflict", "checkpoint", "preference",
 		"knowledge_verified", "new_fact", "same_as_current", "delete",
