@@ -25,11 +25,11 @@ func TestExamplePolicyIsTheDefaultPolicy(t *testing.T) {
 	for name, content := range want {
 		got, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
-			t.Errorf("%v (refresh with: cp policy/default/*.rego policy/default/*.json %s/)", err, dir)
+			t.Errorf("%v (refresh with: cp policy/default/*.rego policy/default/*.json policy/default/classifier.model %s/)", err, dir)
 			continue
 		}
 		if string(got) != content {
-			t.Errorf("%s/%s differs from policy/default/%s (refresh with: cp policy/default/*.rego policy/default/*.json %s/)", dir, name, name, dir)
+			t.Errorf("%s/%s differs from policy/default/%s (refresh with: cp policy/default/*.rego policy/default/*.json policy/default/classifier.model %s/)", dir, name, name, dir)
 		}
 	}
 }

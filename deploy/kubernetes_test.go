@@ -264,6 +264,10 @@ func TestExampleOverlayAddsTheSidecar(t *testing.T) {
 			case ".rego":
 				modules++
 			case ".json", ".yaml", ".yml":
+			case ".model":
+				if file != policy.ModelFile {
+					t.Errorf("policy ConfigMap holds %s; the classifier is %s", file, policy.ModelFile)
+				}
 			default:
 				t.Errorf("policy ConfigMap holds %s, which is not a policy file", file)
 			}

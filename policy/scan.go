@@ -20,10 +20,8 @@ type textScan struct {
 	// found is indexed by feature id (textFeatures.names).
 	found    []bool
 	captures map[string]*ast.Term // capture name -> what it captured
-	// modelNames are the features the classifier read, scores what it
-	// gave (nil without a classifier).
-	modelNames []string
-	scores     []float32
+	// scores are the classifier's (nil without one).
+	scores []float32
 }
 
 // scanText finds f's features and captures in rec's texts, folding its
@@ -40,34 +38,12 @@ func (f *textFeatures) scanText(rec *memory.Record) *textScan {
 func (f *textFeatures) scan(rec *memory.Record, ct *candidateText, norm string) *textScan {
 	s := &textScan{norm: norm, texts: ct, scanNorm: ct.scanNorm(norm), found: make([]bool, len(f.names))}
 	found := s.found
-	f.index.match(s.scanNorm, found) // keyword list i is feature i
-	for _, e := range f.excepts {
-		var hit [1]bool
-		e.index.match(e.mask.Replace(s.scanNorm), hit[:])
-		found[e.id] = hit[0]
-	}
-	if len(f.leads) > 0 {
-		var lbuf [16]bool
-		lfound := lbuf[:0]
-		if n := len(f.leads); n <= len(lbuf) {
-			lfound = lbuf[:n]
-		} else {
-			lfound = make([]bool, n)
-		}
-		f.leadIndex.match(ct.clauseHeads(), lfound)
-		for i, hit := range lfound {
-			if hit {
-				found[f.leadIDs[i]] = true
-			}
-		}
-	}
+	f.matchWords(s.scanNorm, ct.clauseHeads(), found)
 	for name, id := range f.builtin {
 		found[id] = ct.builtin[name]
 	}
 	if f.model != nil {
-		s.modelNames = f.modelFeatures(found)
-		s.scores = make([]float32, len(f.modelHeads))
-		f.model.Score(s.scanNorm, s.modelNames, s.scores)
+		s.scores = f.scoreTexts(ct, norm)
 	}
 	if len(f.patterns) > 0 {
 		f.matchPatterns(rec, ct.more, found)
@@ -81,6 +57,33 @@ func (f *textFeatures) scan(rec *memory.Record, ct *candidateText, norm string) 
 		}
 	}
 	return s
+}
+
+// matchWords sets found for the keyword lists matched in norm (except
+// lists with their phrases blanked out) and the lead lists that open one
+// of heads' clauses (clauseHeads form).
+func (f *textFeatures) matchWords(norm, heads string, found []bool) {
+	f.index.match(norm, found) // keyword list i is feature i
+	for _, e := range f.excepts {
+		var hit [1]bool
+		e.index.match(e.mask.Replace(norm), hit[:])
+		found[e.id] = hit[0]
+	}
+	if len(f.leads) > 0 {
+		var lbuf [16]bool
+		lfound := lbuf[:0]
+		if n := len(f.leads); n <= len(lbuf) {
+			lfound = lbuf[:n]
+		} else {
+			lfound = make([]bool, n)
+		}
+		f.leadIndex.match(heads, lfound)
+		for i, hit := range lfound {
+			if hit {
+				found[f.leadIDs[i]] = true
+			}
+		}
+	}
 }
 
 // scanMemoSize bounds the texts a policy revision remembers: enough for

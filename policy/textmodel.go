@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/memgate/memgate/memory"
@@ -40,14 +39,10 @@ func withModel(features *textFeatures, files FileSet) (*textFeatures, error) {
 	return &f, nil
 }
 
-// modelFeatures are the names of the features found so far: the scan
-// takes them before it matches patterns, since a query matches only the
-// patterns it reads (their findings depend on the query; the classifier's
-// scores must not).
-//
-// Each pair of features found is a feature too ("norm.strong&action"): a
-// rule is a normative form about an action, and a linear model sees a
-// pair only if it is given one.
+// modelFeatures are the names of the features found in one text (keyword
+// lists, leads and builtins: not patterns, which a query matches only when
+// it reads them, so their findings depend on the query and the scores must
+// not).
 func (f *textFeatures) modelFeatures(found []bool) []string {
 	var names []string
 	for i, hit := range found {
@@ -79,6 +74,48 @@ const maxTripledFeatures = 10
 // maxPairedFeatures bounds the features paired: a text with more is
 // long, and its pairs would say little.
 const maxPairedFeatures = 16
+
+// scoreTexts scores each text of a candidate on its own (the summary,
+// whose normalized form is norm, then each of the other texts and
+// readings) and keeps each head's highest score: risk never goes down on
+// the writer's word, and words added beside a rule (metadata, an
+// evidence excerpt) must not dilute it.
+func (f *textFeatures) scoreTexts(ct *candidateText, norm string) []float32 {
+	scores := make([]float32, len(f.modelHeads))
+	one := make([]float32, len(f.modelHeads))
+	found := make([]bool, len(f.names))
+	score := func(norm, folded string, first bool) {
+		clear(found)
+		f.matchWords(norm, clauseHeads(folded), found)
+		for name, id := range f.builtin {
+			found[id] = ct.builtin[name]
+		}
+		f.model.Score(norm, f.modelFeatures(found), one)
+		for i, x := range one {
+			if first || x > scores[i] {
+				scores[i] = x
+			}
+		}
+	}
+	score(norm, ct.folded, true)
+	for _, folded := range ct.foldedMore {
+		score(normalizeFolded(folded), folded, false)
+	}
+	return scores
+}
+
+// modelInput is what the classifier reads of a summary alone, as
+// scoreTexts reads it: its normalized form and the features found in it.
+func (f *textFeatures) modelInput(summary string) (string, []string) {
+	ct := readCandidate(&memory.Record{Summary: summary}, nil)
+	norm := normalizeFolded(ct.folded)
+	found := make([]bool, len(f.names))
+	f.matchWords(norm, clauseHeads(ct.folded), found)
+	for name, id := range f.builtin {
+		found[id] = ct.builtin[name]
+	}
+	return norm, f.modelFeatures(found)
+}
 
 // scoresTerm is the classifier's scores as the input's text_scores, each
 // rounded to four decimals so that the input is the same wherever the
@@ -123,8 +160,9 @@ func headLabels(kind string) []float32 {
 
 // ClassifierExamples turns labelled examples into the classifier's
 // training examples, reading each text with the policy's own features as
-// the sidecar does for a free-text write (its text scan: the normalized
-// summary and its readings, and the features found). Secrets are left out.
+// the sidecar reads a summary (scoreTexts: its normalized form and the
+// features found in it; its readings are texts of their own). Secrets are
+// left out.
 func ClassifierExamples(ctx context.Context, files FileSet, examples []Example) ([]textclass.Example, error) {
 	_, _, data, err := parsePolicy(files)
 	if err != nil {
@@ -146,8 +184,8 @@ func ClassifierExamples(ctx context.Context, files FileSet, examples []Example) 
 		if labels == nil {
 			continue
 		}
-		s := features.scanText(&memory.Record{Summary: e.Text, CandidateSource: e.Source, Layer: e.Layer})
-		out = append(out, textclass.Example{Norm: s.scanNorm, Features: slices.Clone(s.modelNames), Labels: labels})
+		norm, names := features.modelInput(e.Text)
+		out = append(out, textclass.Example{Norm: norm, Features: names, Labels: labels})
 	}
 	return out, nil
 }

@@ -317,7 +317,7 @@ func (a *Admin) replay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ReplayRequest
-	if err := DecodeJSON(w, r, &req); err != nil {
+	if err := decodeJSONUpTo(w, r, &req, MaxPolicyBodyBytes); err != nil {
 		WriteError(w, r, a.Log, err)
 		return
 	}

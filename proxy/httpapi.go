@@ -15,8 +15,14 @@ import (
 	"github.com/memgate/memgate/memory"
 )
 
-// MaxBodyBytes bounds every request body on both listeners.
+// MaxBodyBytes bounds every request body on both listeners, but for the
+// admin listener's policy replay (MaxPolicyBodyBytes).
 const MaxBodyBytes = 1 << 20
+
+// MaxPolicyBodyBytes bounds a policy sent to the admin API (replay): a
+// policy may hold 8 MiB of files (policy.MaxPolicyTotalBytes, its
+// classifier model among them), with room for JSON's escaping.
+const MaxPolicyBodyBytes = 10 << 20
 
 // statusOf is the one table from domain error codes to HTTP statuses, for
 // every HTTP dialect (StatusOf).
@@ -89,7 +95,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // strict rules (see UnmarshalStrict), refusing unknown fields and trailing
 // data. Errors are EINVALID or ETOOLARGE.
 func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
-	body, err := ReadBody(w, r)
+	return decodeJSONUpTo(w, r, v, MaxBodyBytes)
+}
+
+func decodeJSONUpTo(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	body, err := readBodyUpTo(w, r, limit)
 	if err != nil {
 		return err
 	}
@@ -98,10 +108,14 @@ func DecodeJSON(w http.ResponseWriter, r *http.Request, v any) error {
 
 // ReadBody reads the request body up to MaxBodyBytes.
 func ReadBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	return readBodyUpTo(w, r, MaxBodyBytes)
+}
+
+func readBodyUpTo(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		return nil, memory.Errorf(memory.ETOOLARGE, "request body is larger than %d bytes", MaxBodyBytes)
+		return nil, memory.Errorf(memory.ETOOLARGE, "request body is larger than %d bytes", limit)
 	} else if err != nil {
 		return nil, memory.Errorf(memory.EINVALID, "reading request body: %v", err)
 	}

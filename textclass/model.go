@@ -15,6 +15,7 @@ package textclass
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -47,8 +48,25 @@ const (
 	maxNameLen = 64
 )
 
+// armor is the first line of a model file: the file is text (the model in
+// base64 after it), so that it travels wherever a policy's files do: JSON
+// request bodies, ConfigMaps, bundles.
+const armor = "# memgate text classifier (package textclass): base64 of the model, made by cmd/memgate-train\n"
+
 // Parse reads a model written by Marshal.
-func Parse(b []byte) (*Model, error) {
+func Parse(text []byte) (*Model, error) {
+	body, ok := bytes.CutPrefix(text, []byte(armor))
+	if !ok {
+		return nil, errors.New("textclass: not a model file (its first line is not the textclass header)")
+	}
+	b, err := base64.StdEncoding.DecodeString(string(bytes.Join(bytes.Fields(body), nil)))
+	if err != nil {
+		return nil, fmt.Errorf("textclass: model file: %w", err)
+	}
+	return parseBinary(b)
+}
+
+func parseBinary(b []byte) (*Model, error) {
 	r := bytes.NewReader(b)
 	head := make([]byte, len(magic))
 	if _, err := r.Read(head); err != nil || string(head) != magic {
@@ -97,8 +115,23 @@ func Parse(b []byte) (*Model, error) {
 	return m, nil
 }
 
-// Marshal writes the model in the format Parse reads.
+// Marshal writes the model in the format Parse reads: the header line,
+// then the binary model in base64, 76 characters a line.
 func (m *Model) Marshal() []byte {
+	enc := base64.StdEncoding.EncodeToString(m.marshalBinary())
+	var out bytes.Buffer
+	out.WriteString(armor)
+	for len(enc) > 76 {
+		out.WriteString(enc[:76])
+		out.WriteByte('\n')
+		enc = enc[76:]
+	}
+	out.WriteString(enc)
+	out.WriteByte('\n')
+	return out.Bytes()
+}
+
+func (m *Model) marshalBinary() []byte {
 	var b bytes.Buffer
 	b.WriteString(magic)
 	binary.Write(&b, binary.LittleEndian, uint32(len(m.heads)))

@@ -2,6 +2,7 @@ package textclass
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -99,12 +100,18 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := m.Marshal()
+	bin := m.marshalBinary()
+	armored := func(b []byte) []byte {
+		return append([]byte(armor), base64.StdEncoding.EncodeToString(b)...)
+	}
 	for name, b := range map[string][]byte{
 		"empty":       nil,
-		"bad magic":   append([]byte("XXXXX\n"), good[6:]...),
-		"cut":         good[:len(good)-1],
-		"extra":       append(append([]byte(nil), good...), 0),
-		"header only": good[:14],
+		"no header":   good[len(armor):],
+		"not base64":  append([]byte(armor), "!!!!"...),
+		"bad magic":   armored(append([]byte("XXXXX\n"), bin[6:]...)),
+		"cut":         armored(bin[:len(bin)-1]),
+		"extra":       armored(append(append([]byte(nil), bin...), 0)),
+		"header only": armored(bin[:14]),
 	} {
 		if _, err := Parse(b); err == nil {
 			t.Errorf("%s: parsed", name)

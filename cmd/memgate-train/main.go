@@ -215,19 +215,26 @@ type outcome struct {
 }
 
 func (o outcome) decide(gate, confident float32) memory.Action {
-	top := float32(0)
-	for _, s := range o.scores {
+	top, alone := float32(0), float32(0)
+	for i, s := range o.scores {
 		top = max(top, s)
+		if i < decidesAlone {
+			alone = max(alone, s)
+		}
 	}
 	a := o.none
 	if top >= gate {
 		a = o.lexicon
 	}
-	if a == memory.ActionApply && top >= confident {
+	if a == memory.ActionApply && alone >= confident {
 		a = memory.ActionReview
 	}
 	return a
 }
+
+// decidesAlone is how many of the first heads (risk, poisoning) decide
+// alone in the default policy (data.json: classifier.alone).
+const decidesAlone = 2
 
 // sweepThresholds decides every tuning row with the model that did not
 // learn from it (the rows are folded as report folded them: the i-th
@@ -290,7 +297,7 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 		}
 	}
 	for _, gate := range []float32{0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2} {
-		for _, conf := range []float32{0.9, 0.95, 0.98, 2} {
+		for _, conf := range []float32{0.9, 0.95, 0.98, 0.99, 0.995, 2} {
 			fmt.Printf("gate %.2f confident %.2f:", gate, conf)
 			for _, s := range sets {
 				var low, lowParked, high, highCaught int

@@ -218,8 +218,13 @@ text_risky if {
 }
 
 # classified(head): the classifier alone is confident enough to send the
-# text to a human, whatever the lexicons found.
-classified(head) if input.candidate.text_scores[head] >= config.classifier.confident
+# text to a human, whatever the lexicons found; only the heads listed in
+# config.classifier.alone decide alone (the default lists those that
+# learned from enough examples: risk and poisoning).
+classified(head) if {
+	head in config.classifier.alone
+	input.candidate.text_scores[head] >= config.classifier.confident
+}
 
 # --- layers
 

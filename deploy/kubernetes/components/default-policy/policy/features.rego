@@ -1,5 +1,5 @@
 # Text features: which keyword lists (config.features.keywords) occur
-# in the normalized text, which lead lists (config.features.leads) start
+# in the normalized texts, which lead lists (config.features.leads) start
 # one of its normalized clauses (input.candidate.text_clauses), which patterns (config.features.patterns)
 # match the raw text, the first feature of each ranked list
 # (config.features.first) and the first capture of each capture spec
@@ -20,15 +20,23 @@ computed_features[name] := true if {
 	some name, keywords in config.features.keywords
 	not config.features.except[name]
 	some kw in keywords
-	contains(text, kw)
+	contains(scan_text, kw)
 }
 
 # A list with except phrases is matched with those phrases blanked out.
 computed_features[name] := true if {
 	some name, phrases in config.features.except
-	masked := strings.replace_n({p: " " | some p in phrases}, text)
+	masked := strings.replace_n({p: " " | some p in phrases}, scan_text)
 	some kw in config.features.keywords[name]
 	contains(masked, kw)
+}
+
+# The builtin features have no Rego definition: the sidecar reads the
+# texts' language and decodes what was hidden in them (package textread)
+# and reports what it found as text_read.
+computed_features[name] := true if {
+	some name in config.features.builtin
+	input.candidate.text_read[name]
 }
 
 computed_features[name] := true if {
@@ -74,7 +82,24 @@ default summary := ""
 
 summary := input.candidate.summary
 
-raw_texts := [summary, excerpt, value_text]
+# scan_text is what keyword lists are matched against: the normalized
+# summary, then each of the candidate's other texts normalized (its value's
+# and metadata's keys and strings, its evidence unless that is the
+# conversation it was drawn from (config.features.context_sources), and
+# every reading decoded from them), as the sidecar computes it.
+default scan_text := ""
+
+scan_text := t if {
+	t := input.candidate.text_scan
+} else := text
+
+# raw_texts are what patterns are matched against: the summary, the
+# evidence excerpt, the value as JSON and the other texts as written.
+raw_texts := array.concat([summary, excerpt, value_text], more_texts)
+
+default more_texts := []
+
+more_texts := input.candidate.text_more
 
 default excerpt := ""
 

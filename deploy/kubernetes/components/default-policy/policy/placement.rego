@@ -24,6 +24,18 @@ placement := {
 # contains. "" when the text says nothing either way.
 inferred_layers contains l if some l in text_layers
 
+# A declared fact type is read too (rule 10: the writer's words can raise
+# risk, never lower it): one that names a topic is judged at the topic's
+# layer, and one that names a permission, an approval or another control
+# of what the agent does (fact_type_governs) as a policy, whatever the
+# summary says.
+inferred_layers contains l if {
+	spec := config.topics[input.candidate.factType] # most writes name none: stop here
+	l := spec.layer
+}
+
+inferred_layers contains "policy" if fact_type_governs
+
 inferred_layers contains l if {
 	input.candidate.layer == ""
 	l := config.topics[input.candidate.text_first.topic].layer
@@ -88,3 +100,36 @@ stated_value(spec) := false if {
 } else if {
 	input.candidate.text_features.affirmation
 } else := spec.value_default
+
+# fact_type_words are the words of the declared fact type, lowercased:
+# "deploy.approval_required" and "deployApprovalRequired" both give
+# {"deploy", "approval", "required"}.
+fact_type_words contains w if {
+	input.candidate.factType != ""
+	spaced := regex.replace(input.candidate.factType, `([a-z0-9])([A-Z])`, "${1} ${2}")
+	some w in regex.split(`[^a-z0-9]+`, lower(spaced))
+	w != ""
+}
+
+# fact_type_governs: the fact type names who may do what, or a control of
+# an action with side effects: a permission or control word
+# (config.fact_type_words), or a mode (auto, enabled, …) of an action
+# (deploy, pay, …). "release.date" and "darkmode.enabled" do not.
+fact_type_governs if fact_type_permission
+
+fact_type_governs if {
+	some w in fact_type_words
+	w in config.fact_type_words.control
+}
+
+fact_type_governs if {
+	some w in fact_type_words
+	w in config.fact_type_words.mode
+	some a in fact_type_words
+	a in config.fact_type_words.action
+}
+
+fact_type_permission if {
+	some w in fact_type_words
+	w in config.fact_type_words.permission
+}

@@ -151,7 +151,7 @@ test_keyword_lists_match_topics if {
 	}
 	known := object.keys(config.topics) | {"negation", "affirmation", "norm.strong", "norm.weak", "norm.bare",
 		"subject.agent", "condition", "action", "style", "permission", "status.change", "status.shift",
-		"status.entity", "poisoning", "hedge", "preference.verb", "action.soft", "intent"}
+		"status.entity", "poisoning", "injection", "hedge", "preference.verb", "action.soft", "intent"}
 	every name, _ in config.features.keywords {
 		name in known
 	}

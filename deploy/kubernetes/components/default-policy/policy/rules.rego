@@ -32,9 +32,26 @@ layer := highest(judged_layers)
 
 # --- reject: what must never be remembered. The sidecar scans every
 # string of the candidate (summary, value, metadata, slot fields, actor,
-# evidence) and reports what it found, by field and rule, in input.secrets.
+# evidence) and reports what it found, by field and rule, in input.secrets:
+# credentials, and personal data with kind "pii" (findings without a kind,
+# as in audit logs written before, are credentials). Never the value.
 
-fired contains "secret_detected" if count(input.secrets) > 0
+fired contains "secret_detected" if {
+	some f in input.secrets
+	not pii_finding(f)
+}
+
+# Personal data: a payment card number, a national id number (US SSN,
+# Chinese resident id) or an IBAN, each checked by its checksum. Rejected
+# by default; an operator who wants a human to decide sets this rule's
+# action to review in data.json, and the reviewer then sees the text. (A
+# credential is rejected whatever this policy says: the sidecar forces it.)
+fired contains "pii_detected" if {
+	some f in input.secrets
+	pii_finding(f)
+}
+
+pii_finding(f) if f.kind == "pii"
 
 # A model judge (--judge-url) that reads a credential in the text.
 fired contains "judge_secret" if input.judge.label == "secret"
@@ -44,38 +61,95 @@ fired contains "judge_secret" if input.judge.label == "secret"
 
 fired contains "memory_poisoning" if {
 	text_poisoning
+	text_risky
+	not same_as_current
+}
+
+fired contains "memory_poisoning" if {
+	text_injection
 	not same_as_current
 }
 
 fired contains "strategy_in_text" if {
 	text_rule
+	text_risky
 	not same_as_current
 }
 
 fired contains "strategy_in_text" if {
 	input.candidate.text_first.policy_topic
+	text_risky
 	not same_as_current
 }
 
 fired contains "permission_in_text" if {
 	text_permission
+	text_risky
 	not same_as_current
 }
 
 fired contains "normative_text" if {
 	text_unknown_rule
 	not text_rule
+	text_risky
 	not same_as_current
 }
 
 fired contains "status_change" if {
 	text_status_change
+	text_risky
 	input.op == "write"
+	not same_as_current
+}
+
+# The classifier alone, where it is confident (config.classifier.confident):
+# text no lexicon recognises can still be a rule, an instruction to the
+# agent, a change of state or a guess about one.
+fired contains "classified_poisoning" if {
+	classified("poisoning")
+	not same_as_current
+}
+
+fired contains "classified_state_change" if {
+	classified("state")
+	input.op == "write"
+	not same_as_current
+}
+
+fired contains "classified_inference" if {
+	classified("inference")
+	not same_as_current
+}
+
+fired contains "classified_risk" if {
+	classified("risk")
+	not classified("poisoning")
+	not classified("state")
+	not classified("inference")
 	not same_as_current
 }
 
 fired contains "inference_in_text" if {
 	text_inference
+	text_risky
+	not same_as_current
+}
+
+# Text the classifier cannot read: a language its lexicons do not cover.
+# A judge, when one is configured and answered, reads it instead (its
+# verdict raises risk through judge_flagged); otherwise a human does,
+# unless an operator set this rule's action to apply.
+fired contains "unreadable_text" if {
+	input.candidate.text_features["lang.other"]
+	not input.judge.risk
+	not same_as_current
+}
+
+# Text that reads only once rot13 is undone or it is reversed: no ordinary
+# memory is written so. (Base64 and hex readings are judged for what they
+# say, like the rest of the text: features are found in them too.)
+fired contains "obfuscated_text" if {
+	input.candidate.text_features["text.obfuscated"]
 	not same_as_current
 }
 
@@ -111,6 +185,8 @@ strategy_rule := r if {
 	r := config.topics[input.candidate.factType].rule
 } else := "permission_boundary" if {
 	text_permission
+} else := "permission_boundary" if {
+	fact_type_permission
 } else := "strategy_constraint"
 
 # --- review: replacing or deleting a key fact, racing a parked write

@@ -113,6 +113,12 @@ text_status_change if {
 # Text that tries to instruct the agent or its tools: memory poisoning.
 text_poisoning if input.candidate.text_features["poisoning"]
 
+# The phrases of prompt injection ("ignore previous instructions", "you
+# are now", 忽略之前的指令…) are an attack wherever they appear: no
+# ordinary text of the corpus has them, so they are not left to the
+# classifier's gate.
+text_injection if input.candidate.text_features["injection"]
+
 # A guess (probably, seems, 看起来, 大概…) about a rule or a state.
 text_inference if {
 	input.candidate.text_features["hedge"]
@@ -146,20 +152,79 @@ text_preference if input.candidate.text_features["preference.verb"]
 
 text_preference if text_style
 
-# text_layers: the layers the text reads as, from its strong signals.
-text_layers contains "policy" if text_poisoning
+# text_layers: the layers the text reads as, from its strong signals
+# where the classifier does not rule them out, and from the classifier's
+# confident heads.
+text_layers contains "policy" if {
+	text_poisoning
+	text_risky
+}
 
-text_layers contains "policy" if text_rule
+text_layers contains "policy" if text_injection
 
-text_layers contains "policy" if text_permission
+text_layers contains "policy" if input.candidate.text_features["text.obfuscated"]
 
-text_layers contains "policy" if text_unknown_rule
+text_layers contains "policy" if {
+	text_rule
+	text_risky
+}
 
-text_layers contains "policy" if input.candidate.text_first.policy_topic
+text_layers contains "policy" if {
+	text_permission
+	text_risky
+}
 
-text_layers contains "state" if text_status_change
+text_layers contains "policy" if {
+	text_unknown_rule
+	text_risky
+}
+
+text_layers contains "policy" if {
+	input.candidate.text_first.policy_topic
+	text_risky
+}
+
+text_layers contains "policy" if classified("poisoning")
+
+text_layers contains "policy" if {
+	classified("risk")
+	not classified("state")
+	not classified("inference")
+}
+
+text_layers contains "state" if {
+	text_status_change
+	text_risky
+}
+
+text_layers contains "state" if classified("state")
 
 text_layers contains "preference" if text_preference
+
+# --- what the classifier says (classifier.model, package textclass; its
+# scores come in input.candidate.text_scores, one per head: risk,
+# poisoning, state, inference). A lexicon signal above counts only where
+# the classifier does not rule the text out: one of its heads gives at
+# least config.classifier.gate. Lexicons recognise forms ("must", an
+# imperative, "launched"); conversation, requests and how-to notes use
+# the same forms without consequence, and the classifier, trained on
+# labelled real text, tells them apart. Without scores (a policy without
+# a model; plain opa test) every signal counts.
+text_risky if not input.candidate.text_scores
+
+text_risky if {
+	some head in config.classifier.heads
+	input.candidate.text_scores[head] >= config.classifier.gate
+}
+
+# classified(head): the classifier alone is confident enough to send the
+# text to a human, whatever the lexicons found; only the heads listed in
+# config.classifier.alone decide alone (the default lists those that
+# learned from enough examples: risk and poisoning).
+classified(head) if {
+	head in config.classifier.alone
+	input.candidate.text_scores[head] >= config.classifier.confident
+}
 
 # --- layers
 
