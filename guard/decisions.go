@@ -136,11 +136,11 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 	if err != nil || st == nil {
 		return err
 	}
-	active, err := g.o.Gov.Get(ctx, slot)
+	// By slot id only: a free-text slot's id is also its first record's
+	// id, and Get would answer that version, superseded after an edit.
+	active, err := g.o.Gov.ActiveInSlot(ctx, slot)
 	if memory.ErrorCode(err) == memory.ENOTFOUND {
 		active, err = nil, nil
-	} else if err == nil && active.Status != memory.StatusActive {
-		active = nil
 	}
 	if err != nil {
 		return err
