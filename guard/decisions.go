@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -186,14 +187,40 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 	return nil
 }
 
-// markdownOf is the file text of a record: the Markdown the guard kept in
-// its metadata, or a list item of its summary for one another dialect
-// wrote.
+// markdownOf is the file text of a record: only text policy judged, never
+// what a writer chose. The Markdown the guard kept in its own record's
+// metadata is used only when it renders exactly the summary policy judged
+// (one entry and nothing around it, no heading): it keeps the agent's
+// markup (a task box, a numbered item, its wrapping) across a rollback.
+// Any other record (another dialect's, whose metadata is the writer's) is
+// its summary as a list item.
 func markdownOf(r *memory.Record) string {
-	if m, ok := r.Metadata["markdown"].(string); ok && m != "" {
+	if m, ok := r.Metadata["markdown"].(string); ok && r.Actor.Dialect == Dialect && rendersExactly(m, r.Summary) {
 		return m
 	}
-	return "- " + r.Summary
+	return itemOf(r.Summary)
+}
+
+// rendersExactly reports whether Markdown m is one entry whose text is the
+// summary.
+func rendersExactly(m, summary string) bool {
+	es := Parse([]byte(m))
+	return len(es) == 1 && es[0].Text == m && es[0].Summary() == summary
+}
+
+// itemOf is a summary as one list item: continuation lines indented under
+// it, or, where that would not parse as one entry (a line that starts a
+// nested item), its words on one line.
+func itemOf(summary string) string {
+	lines := strings.Split(summary, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " \t")
+	}
+	m := "- " + strings.Join(lines, "\n  ")
+	if es := Parse([]byte(m)); len(es) == 1 && es[0].Text == m {
+		return m
+	}
+	return "- " + strings.Join(strings.Fields(summary), " ")
 }
 
 // edit changes what memgate accepted of a file and the file itself alike:
