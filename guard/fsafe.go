@@ -365,6 +365,9 @@ type replaceResult struct {
 	// raced: the agent wrote after old was read and before the guard's
 	// file went in, so nothing was written; now is the agent's file.
 	raced bool
+	// gaveBack: raced, found in the very instant of the rename, which was
+	// undone.
+	gaveBack bool
 	// displaced is a write of the agent's that the rename took off the
 	// path: made on top of old.data, in old's file or as a file renamed
 	// over the path an instant before the guard's. nil: none.
@@ -374,9 +377,25 @@ type replaceResult struct {
 	held *os.File
 }
 
+// useLeases is cleared by tests, to run what happens where leases cannot
+// be had.
+var useLeases = true
+
+// noSync skips fsync of the guard's rewrites: for tests that rewrite
+// thousands of times, as store.Options.NoSync is for the store.
+var noSync bool
+
+func syncFile(fd int) error {
+	if noSync {
+		return nil
+	}
+	_, err := ignoringEINTR(func() (struct{}, error) { return struct{}{}, unix.Fsync(fd) })
+	return err
+}
+
 // testHookBeforeRename, when set, runs between replaceBeneath's check and
 // its rename: the window an agent's write can fall in.
-var testHookBeforeRename func()
+var testHookBeforeRename func(rel string)
 
 // heldWait bounds the wait for other holders of a replaced file to close
 // it (see replaceBeneath).
@@ -384,16 +403,25 @@ var heldWait = 250 * time.Millisecond
 
 // replaceBeneath makes rel below dirfd hold next instead of old, the file
 // as the guard read it, without losing a write of the agent's (which takes
-// no lock). First, if the path no longer holds old's file and bytes, the
-// agent wrote meanwhile: nothing is written (raced). Else next goes in a
-// temporary file beside it that is renamed over the path. A write that
-// lands in between is caught after the rename: where the filesystem has
-// renameat2(RENAME_EXCHANGE), the rename hands back whatever it displaced,
-// so a file the agent renamed over the path is read back; and a write made
-// through a descriptor opened on old's file is seen in old's file, read
-// once no other process holds it open (a write lease tells, on Linux) or
-// after heldWait. Either is returned as displaced, for the caller to put on
-// top of the guard's file and judge.
+// no lock). The new content goes in a temporary file beside it that is
+// renamed over the path, so a reader never sees half of it.
+//
+// An agent write can land at any moment. One before the rename is seen by
+// a last check (the path no longer holds old's file and bytes): nothing is
+// written and the caller judges the agent's file (raced). Around the
+// rename itself, on Linux, the guard holds a write lease on old's file:
+// the kernel grants it only while no other process has the file open, and
+// makes a process that opens it meanwhile wait; the rename is
+// renameat2(RENAME_EXCHANGE), which hands back whatever it displaced. If
+// someone began opening old's file, or renamed a file of its own over the
+// path, in that instant, the exchange is undone and the agent's file
+// stands (raced). So the path never holds the guard's file while an agent
+// write sits in a file off the path, which a tool reading the path next
+// would miss. Where leases or RENAME_EXCHANGE are missing, the guard
+// renames and then looks at old's file (once no other process holds it,
+// or after heldWait) and at what the rename displaced: an agent write
+// found there is returned as displaced, for the caller to put on top of
+// the guard's file and judge.
 func replaceBeneath(dirfd int, rel string, old *fileSnap, next []byte, max int64) (*replaceResult, error) {
 	dir, name := splitDir(rel)
 	if _, err := splitRel(rel); err != nil {
@@ -436,69 +464,129 @@ func replaceBeneath(dirfd int, rel string, old *fileSnap, next []byte, max int64
 	if uid >= 0 && os.Geteuid() == 0 {
 		_ = unix.Fchown(tfd, uid, gid) // keep the agent's ownership when memgate runs as root
 	}
-	if err := tf.Sync(); err != nil {
+	if err := syncFile(tfd); err != nil {
 		return nil, fmt.Errorf("guard: sync %s: %w", rel, err)
 	}
-
-	if testHookBeforeRename != nil {
-		testHookBeforeRename()
+	ours := func() (*fileSnap, error) {
+		var st unix.Stat_t
+		if err := unix.Fstat(tfd, &st); err != nil {
+			return nil, fmt.Errorf("guard: stat %s: %w", rel, err)
+		}
+		return &fileSnap{f: tf, data: next, dev: uint64(st.Dev), ino: uint64(st.Ino), perm: perm, uid: st.Uid, gid: st.Gid}, nil
 	}
-	exchanged := false
-	if old.exists() {
-		err = renameExchange(dfd, tmp, name)
-		if err == nil {
-			exchanged = true
-		} else if errors.Is(err, errNoRenameat2) {
-			err = unix.Renameat(dfd, tmp, dfd, name)
-		} else if errors.Is(err, unix.ENOENT) {
-			// Removed since the check: the agent's removal stands.
-			return &replaceResult{now: &fileSnap{}, raced: true}, nil
+	// raced hands the path back to the agent: what it wrote stands.
+	raced := func() (*replaceResult, error) {
+		cur, _, err := changedSince(dfd, rel, name, &fileSnap{}, max)
+		return &replaceResult{now: cur, raced: true}, err
+	}
+
+	if !old.exists() {
+		if testHookBeforeRename != nil {
+			testHookBeforeRename(rel)
 		}
-	} else {
-		err = renameNoReplace(dfd, tmp, name)
+		err := renameNoReplace(dfd, tmp, name)
 		if errors.Is(err, unix.EEXIST) {
-			cur, _, cerr := changedSince(dfd, rel, name, old, max)
-			return &replaceResult{now: cur, raced: true}, cerr
+			return raced() // the agent made it meanwhile
 		} else if errors.Is(err, errNoRenameat2) {
-			err = unix.Renameat(dfd, tmp, dfd, name)
+			err = unix.Renameat(dfd, tmp, dfd, name) // checked above; a file made since then is replaced
 		}
+		if err != nil {
+			return nil, fmt.Errorf("guard: rename over %s: %w", rel, err)
+		}
+		placed = true
+		_ = syncFile(dfd)
+		now, err := ours()
+		return &replaceResult{now: now}, err
+	}
+
+	// Leases on old's file and on ours: an open of either waits until they
+	// are released, and shows as a lease being broken.
+	leased := acquireLease(old.f, heldWait)
+	leasedNew := false
+	release := func() {
+		if leasedNew {
+			releaseLease(tf)
+			leasedNew = false
+		}
+		if leased {
+			releaseLease(old.f)
+			leased = false
+		}
+	}
+	defer release()
+	if leased {
+		// Nobody has old's file open now, and an open of it waits: a last
+		// look (without opening it, which would break the lease) and the
+		// rename are safe from writes to it.
+		if !stillOld(dfd, rel, name, old, max) {
+			release()
+			return raced()
+		}
+		leasedNew, _ = takeLease(tf)
+	}
+	if testHookBeforeRename != nil {
+		testHookBeforeRename(rel)
+	}
+	exchanged := true
+	err = renameExchange(dfd, tmp, name)
+	if errors.Is(err, errNoRenameat2) {
+		exchanged = false
+		err = unix.Renameat(dfd, tmp, dfd, name)
+	} else if errors.Is(err, unix.ENOENT) {
+		release()
+		return raced() // removed since the check: the agent's removal stands
 	}
 	if err != nil {
 		return nil, fmt.Errorf("guard: rename over %s: %w", rel, err)
 	}
 	placed = true
-	var st unix.Stat_t
-	if err := unix.Fstat(tfd, &st); err != nil {
-		return nil, fmt.Errorf("guard: stat %s: %w", rel, err)
+	defer func() { _ = syncFile(dfd) }() // the renames themselves durable
+	now, err := ours()
+	if err != nil {
+		return nil, err
 	}
-	res := &replaceResult{now: &fileSnap{f: tf, data: next, dev: uint64(st.Dev), ino: uint64(st.Ino),
-		perm: perm, uid: st.Uid, gid: st.Gid}}
-	defer func() { _ = unix.Fsync(dfd) }() // the rename itself durable
-	if !old.exists() {
-		return res, nil
-	}
+	res := &replaceResult{now: now}
 	if exchanged {
+		// tmp now names what the path held an instant ago.
 		var xs unix.Stat_t
-		if err := unix.Fstatat(dfd, tmp, &xs, unix.AT_SYMLINK_NOFOLLOW); err == nil && !old.same(&xs) {
-			// The agent renamed a file over the path after the check: the
-			// exchange handed it back. It is the agent's latest word.
-			defer unix.Unlinkat(dfd, tmp, 0)
-			fd, err := openat(dfd, tmp, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
-			if err != nil {
-				return res, fmt.Errorf("guard: reading back %s: %w", rel, err)
-			}
-			snap, err := readOpen(fd, rel, max)
-			if err != nil {
+		other := unix.Fstatat(dfd, tmp, &xs, unix.AT_SYMLINK_NOFOLLOW) == nil && !old.same(&xs)
+		// Someone began opening old's file in that instant and waits on it
+		// (not on ours: an open interrupted by a signal starts again, from
+		// the path, and then waits on ours).
+		waitsOnOld := leased && leaseBroken(old.f) && !(leasedNew && leaseBroken(tf))
+		if other || waitsOnOld {
+			// The agent renamed a file of its own over the path, or is
+			// opening old's file: give the path back to the agent's file.
+			if err := renameExchange(dfd, tmp, name); err == nil {
+				_ = unix.Unlinkat(dfd, tmp, 0) // ours, at the path for that instant only
+				release()
+				tf.Close()
+				res, err := raced()
+				res.gaveBack = true
 				return res, err
 			}
-			snap.close()
-			res.displaced = snap.data
-			return res, nil
+			if other {
+				// Cannot swap back: the agent's file is put on top instead.
+				defer unix.Unlinkat(dfd, tmp, 0)
+				fd, err := openat(dfd, tmp, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW, 0)
+				if err != nil {
+					return res, fmt.Errorf("guard: reading back %s: %w", rel, err)
+				}
+				snap, err := readOpen(fd, rel, max)
+				if err != nil {
+					return res, err
+				}
+				snap.close()
+				res.displaced = snap.data
+				return res, nil
+			}
 		}
-		defer unix.Unlinkat(dfd, tmp, 0) // old's file, read below
+		defer unix.Unlinkat(dfd, tmp, 0) // old's file, looked at below
 	}
-	// Writes through a descriptor opened on old's file before the rename
-	// land in it: wait for its other holders, then look.
+	release()
+	// A write through a descriptor opened on old's file before the rename
+	// lands in it (without a lease, or in the instant between a lookup and
+	// its open): wait for its other holders, then look.
 	busy := waitHeld(old.f, heldWait)
 	data, err := preadAll(old.f, rel, max)
 	if err != nil {
@@ -511,6 +599,35 @@ func replaceBeneath(dirfd int, rel string, old *fileSnap, next []byte, max int64
 		res.held, old.f = old.f, nil
 	}
 	return res, nil
+}
+
+// stillOld reports whether name in dfd is old's file with old's bytes,
+// without opening it.
+func stillOld(dfd int, rel, name string, old *fileSnap, max int64) bool {
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !old.same(&st) {
+		return false
+	}
+	data, err := preadAll(old.f, rel, max)
+	return err == nil && bytes.Equal(data, old.data)
+}
+
+// acquireLease takes a write lease on f, waiting up to d for other holders
+// to close it. false: no lease (held open past d, or leases cannot be had).
+func acquireLease(f *os.File, d time.Duration) bool {
+	if !useLeases {
+		return false
+	}
+	deadline := time.Now().Add(d)
+	pause := 50 * time.Microsecond
+	for {
+		ok, busy := takeLease(f)
+		if ok || !busy || time.Now().After(deadline) {
+			return ok
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Millisecond)
+	}
 }
 
 // changedSince reports whether name in dfd is no longer old: another file,
@@ -542,8 +659,11 @@ func changedSince(dfd int, rel, name string, old *fileSnap, max int64) (cur *fil
 // f's file, and reports whether one still does. Where that cannot be told
 // (no leases), it reports false at once.
 func waitHeld(f *os.File, d time.Duration) bool {
+	if !useLeases {
+		return false
+	}
 	deadline := time.Now().Add(d)
-	pause := 100 * time.Microsecond
+	pause := 50 * time.Microsecond
 	for {
 		held, known := heldElsewhere(f)
 		if !known || !held {
@@ -553,6 +673,6 @@ func waitHeld(f *os.File, d time.Duration) bool {
 			return true
 		}
 		time.Sleep(pause)
-		pause = min(2*pause, 10*time.Millisecond)
+		pause = min(2*pause, time.Millisecond)
 	}
 }

@@ -62,3 +62,27 @@ func heldElsewhere(f *os.File) (held, known bool) {
 	}
 	return false, false
 }
+
+// takeLease takes a write lease on f: granted only while no other open
+// file description refers to its file; an open of it then waits until the
+// lease is released. busy: another holds it open.
+func takeLease(f *os.File) (ok, busy bool) {
+	_, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_WRLCK)
+	if err == nil {
+		return true, false
+	}
+	return false, errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EBUSY)
+}
+
+// leaseBroken reports whether someone began opening f's file since its
+// lease was taken (the kernel then asks the holder to give it up).
+func leaseBroken(f *os.File) bool {
+	t, err := unix.FcntlInt(f.Fd(), unix.F_GETLEASE, 0)
+	return err != nil || t != unix.F_WRLCK
+}
+
+func releaseLease(f *os.File) {
+	if f != nil {
+		_, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK)
+	}
+}

@@ -21,3 +21,9 @@ func renameExchange(int, string, string) error { return errNoRenameat2 }
 func renameNoReplace(int, string, string) error { return errNoRenameat2 }
 
 func heldElsewhere(*os.File) (held, known bool) { return false, false }
+
+func takeLease(*os.File) (ok, busy bool) { return false, false }
+
+func leaseBroken(*os.File) bool { return false }
+
+func releaseLease(*os.File) {}

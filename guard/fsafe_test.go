@@ -2,11 +2,13 @@ package guard
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,76 +241,108 @@ func TestReplaceBeneath(t *testing.T) {
 		displaced string
 		file      string // what the path holds after
 	}
+	// inBackground runs an agent write that may wait on the guard's lease,
+	// giving it a moment to begin; the test waits for it before checking.
+	var bg sync.WaitGroup
+	inBackground := func(f func()) {
+		bg.Add(1)
+		go func() { defer bg.Done(); f() }()
+		time.Sleep(20 * time.Millisecond)
+	}
 	cases := []struct {
 		name   string
 		before func(t *testing.T, p string) // after the read, before the check
 		hook   func(t *testing.T, p string) // between the check and the rename
-		want   outcome
+		leases outcome                      // with write leases (Linux)
+		none   *outcome                     // without; nil: as with
 	}{
-		{name: "nobody else writes", want: outcome{file: next}},
+		{name: "nobody else writes", leases: outcome{file: next}},
 		{name: "an in-place write after the read", before: func(t *testing.T, p string) {
 			must(t, os.WriteFile(p, []byte(base+"- two\n"), 0o644))
-		}, want: outcome{raced: true, file: base + "- two\n"}},
+		}, leases: outcome{raced: true, file: base + "- two\n"}},
 		{name: "a rename over the file after the read", before: func(t *testing.T, p string) {
 			renameOver(t, p, base+"- three\n")
-		}, want: outcome{raced: true, file: base + "- three\n"}},
+		}, leases: outcome{raced: true, file: base + "- three\n"}},
 		{name: "a removal after the read", before: func(t *testing.T, p string) {
 			must(t, os.Remove(p))
-		}, want: outcome{raced: true}},
-		{name: "an in-place write in the window", hook: func(t *testing.T, p string) {
-			appendTo(t, p, "- four\n")
-		}, want: outcome{displaced: base + "- four\n", file: next}},
+		}, leases: outcome{raced: true}},
+		{name: "an append in the window", hook: func(t *testing.T, p string) {
+			inBackground(func() { appendTo(t, p, "- four\n") })
+		}, // the append waits on the lease; the rename is undone and it lands at the path
+			leases: outcome{raced: true, file: base + "- four\n"},
+			// without leases it lands in the file the rename took off the path
+			none: &outcome{displaced: base + "- four\n", file: next}},
 		{name: "a rename over the file in the window", hook: func(t *testing.T, p string) {
 			renameOver(t, p, base+"- five\n")
-		}, want: outcome{displaced: base + "- five\n", file: next}},
-		{name: "a write through a descriptor opened in the window, made after the rename", hook: func(t *testing.T, p string) {
-			f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
-			must(t, err)
-			go func() {
-				time.Sleep(50 * time.Millisecond) // the guard's rename is done by now; its wait is not
+		}, // handed back by the exchange, which is undone (leases or not)
+			leases: outcome{raced: true, file: base + "- five\n"}},
+		{name: "a descriptor opened in the window, written after the rename", hook: func(t *testing.T, p string) {
+			inBackground(func() {
+				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
 				_, _ = f.WriteString("- six\n")
 				f.Close()
-			}()
-		}, want: outcome{displaced: base + "- six\n", file: next}},
+			})
+		}, leases: outcome{raced: true, file: base + "- six\n"},
+			// Without leases a write that late is not seen: the limit
+			// SECURITY.md names.
+			none: &outcome{file: next}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := newTree(t)
-			p := filepath.Join(tr.ws, "memory", "day.md")
-			must(t, os.WriteFile(p, []byte(base), 0o640))
-			must(t, os.Chmod(p, 0o640))
-			old, err := readBeneath(tr.root, "memory/day.md", testCap)
-			must(t, err)
-			defer old.close()
-			if tc.before != nil {
-				tc.before(t, p)
-			}
-			if tc.hook != nil {
-				testHookBeforeRename = func() { tc.hook(t, p) }
-				t.Cleanup(func() { testHookBeforeRename = nil })
-			}
-			res, err := replaceBeneath(tr.root, "memory/day.md", old, []byte(next), testCap)
-			must(t, err)
-			defer res.now.close()
-			got := outcome{raced: res.raced, displaced: string(res.displaced)}
-			if b, err := os.ReadFile(p); err == nil {
-				got.file = string(b)
-			}
-			if got != tc.want {
-				t.Fatalf("got %+v, want %+v", got, tc.want)
-			}
-			if string(res.now.data) != tc.want.file {
-				t.Fatalf("the snapshot of the path holds %q, the path %q", res.now.data, tc.want.file)
-			}
-			if !tc.want.raced {
-				fi, err := os.Stat(p)
-				must(t, err)
-				if fi.Mode().Perm() != 0o640 {
-					t.Fatalf("mode %v, want the agent's 0640", fi.Mode().Perm())
+	for _, leases := range []bool{true, false} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("leases=%v/%s", leases, tc.name), func(t *testing.T) {
+				was := useLeases
+				useLeases = leases
+				t.Cleanup(func() { useLeases = was })
+				want := tc.leases
+				if !leases && tc.none != nil {
+					want = *tc.none
 				}
-			}
-			noTemps(t, filepath.Dir(p))
-		})
+				tr := newTree(t)
+				p := filepath.Join(tr.ws, "memory", "day.md")
+				must(t, os.WriteFile(p, []byte(base), 0o640))
+				must(t, os.Chmod(p, 0o640))
+				old, err := readBeneath(tr.root, "memory/day.md", testCap)
+				must(t, err)
+				defer old.close()
+				if tc.before != nil {
+					tc.before(t, p)
+				}
+				if tc.hook != nil {
+					testHookBeforeRename = func(string) { tc.hook(t, p) }
+					t.Cleanup(func() { testHookBeforeRename = nil })
+				}
+				res, err := replaceBeneath(tr.root, "memory/day.md", old, []byte(next), testCap)
+				bg.Wait()
+				must(t, err)
+				defer res.now.close()
+				if res.held != nil {
+					res.held.Close()
+				}
+				got := outcome{raced: res.raced, displaced: string(res.displaced)}
+				if b, err := os.ReadFile(p); err == nil {
+					got.file = string(b)
+				}
+				if got != want {
+					t.Fatalf("got %+v, want %+v", got, want)
+				}
+				if !want.raced {
+					if string(res.now.data) != want.file {
+						t.Fatalf("the snapshot of the path holds %q, the path %q", res.now.data, want.file)
+					}
+					fi, err := os.Stat(p)
+					must(t, err)
+					if fi.Mode().Perm() != 0o640 {
+						t.Fatalf("mode %v, want the agent's 0640", fi.Mode().Perm())
+					}
+				}
+				noTemps(t, filepath.Dir(p))
+			})
+		}
 	}
 }
 
@@ -346,7 +380,7 @@ func TestReplaceBeneathCreates(t *testing.T) {
 		t.Fatalf("%q raced=%v", got, res.raced)
 	}
 	// One the agent made meanwhile is not replaced.
-	testHookBeforeRename = func() { must(t, os.WriteFile(filepath.Join(tr.ws, "late.md"), []byte("- agent\n"), 0o644)) }
+	testHookBeforeRename = func(string) { must(t, os.WriteFile(filepath.Join(tr.ws, "late.md"), []byte("- agent\n"), 0o644)) }
 	defer func() { testHookBeforeRename = nil }()
 	res, err = replaceBeneath(tr.root, "late.md", &fileSnap{}, []byte("- guard\n"), testCap)
 	must(t, err)
