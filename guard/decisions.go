@@ -3,10 +3,9 @@ package guard
 import (
 	"bytes"
 	"context"
-	"errors"
-	"io/fs"
-	"os"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -18,8 +17,7 @@ import (
 func (g *Guard) followDecisions(ctx context.Context) {
 	for p := range g.parked {
 		if err := g.followParked(ctx, p); err != nil {
-			g.met.onError()
-			g.log.Error("applying review decisions to a guarded file", "file", p, "err", err)
+			g.noteError(ctx, p, ReasonDecision, "applying review decisions to a guarded file", err)
 		}
 	}
 	slots := map[string]bool{}
@@ -50,8 +48,7 @@ func (g *Guard) followDecisions(ctx context.Context) {
 	}
 	for s := range slots {
 		if err := g.reconcile(ctx, s); err != nil {
-			g.met.onError()
-			g.log.Error("putting a slot's active version in its file", "slot", s, "err", err)
+			g.noteError(ctx, g.slots[s], ReasonDecision, "putting a slot's active version in its file", err)
 		}
 	}
 }
@@ -66,32 +63,35 @@ func (g *Guard) followParked(ctx context.Context, p string) error {
 		delete(g.parked, p)
 		return nil
 	}
-	var keep []parkedEntry
-	decided := false
-	for _, pe := range st.Parked {
-		rec, err := g.o.Gov.Get(ctx, pe.Record)
+	done := map[string]bool{} // decided records, whose changes leave the parked list
+	for _, pe := range slices.Clone(st.Parked) {
+		if pe.Unsettled {
+			// The file may still show the change: its decision waits until
+			// the guard has seen it undone (judgeFile).
+			continue
+		}
+		rec, err := g.o.Gov.Get(ctx, pe.Record) // a record id: the parked version itself
 		if err != nil && memory.ErrorCode(err) != memory.ENOTFOUND {
 			return err
 		}
 		switch {
 		case err == nil && rec.Status == memory.StatusPending:
-			keep = append(keep, pe)
 			continue
 		case err == nil && (rec.Status == memory.StatusActive || rec.Status == memory.StatusDeleted) && rec.Review != nil:
+			// Out of the list in the same save as the write-back (edit),
+			// so that a failure later never writes it back twice.
+			st.Parked = slices.DeleteFunc(st.Parked, func(x parkedEntry) bool { return x.Record == pe.Record })
 			if err := g.writeBack(ctx, st, pe, rec); err != nil {
 				return err
 			}
 			g.met.onWriteBack()
 		}
-		decided = true // rejected, or gone: the file already lacks it
+		done[pe.Record] = true // rejected, or gone: the file already lacks it
 	}
-	if !decided {
+	if len(done) == 0 {
 		return nil
 	}
-	// writeBack (edit) updated st in place as it saved it.
-	st.Parked = slices.DeleteFunc(st.Parked, func(pe parkedEntry) bool {
-		return !slices.ContainsFunc(keep, func(k parkedEntry) bool { return k.Record == pe.Record })
-	})
+	st.Parked = slices.DeleteFunc(st.Parked, func(pe parkedEntry) bool { return done[pe.Record] })
 	if len(st.Parked) == 0 {
 		delete(g.parked, p)
 	}
@@ -136,11 +136,11 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 	if err != nil || st == nil {
 		return err
 	}
-	active, err := g.o.Gov.Get(ctx, slot)
+	// By slot id only: a free-text slot's id is also its first record's
+	// id, and Get would answer that version, superseded after an edit.
+	active, err := g.o.Gov.ActiveInSlot(ctx, slot)
 	if memory.ErrorCode(err) == memory.ENOTFOUND {
 		active, err = nil, nil
-	} else if err == nil && active.Status != memory.StatusActive {
-		active = nil
 	}
 	if err != nil {
 		return err
@@ -186,14 +186,40 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 	return nil
 }
 
-// markdownOf is the file text of a record: the Markdown the guard kept in
-// its metadata, or a list item of its summary for one another dialect
-// wrote.
+// markdownOf is the file text of a record: only text policy judged, never
+// what a writer chose. The Markdown the guard kept in its own record's
+// metadata is used only when it renders exactly the summary policy judged
+// (one entry and nothing around it, no heading): it keeps the agent's
+// markup (a task box, a numbered item, its wrapping) across a rollback.
+// Any other record (another dialect's, whose metadata is the writer's) is
+// its summary as a list item.
 func markdownOf(r *memory.Record) string {
-	if m, ok := r.Metadata["markdown"].(string); ok && m != "" {
+	if m, ok := r.Metadata["markdown"].(string); ok && r.Actor.Dialect == Dialect && rendersExactly(m, r.Summary) {
 		return m
 	}
-	return "- " + r.Summary
+	return itemOf(r.Summary)
+}
+
+// rendersExactly reports whether Markdown m is one entry whose text is the
+// summary.
+func rendersExactly(m, summary string) bool {
+	es := Parse([]byte(m))
+	return len(es) == 1 && es[0].Text == m && es[0].Summary() == summary
+}
+
+// itemOf is a summary as one list item: continuation lines indented under
+// it, or, where that would not parse as one entry (a line that starts a
+// nested item), its words on one line.
+func itemOf(summary string) string {
+	lines := strings.Split(summary, "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " \t")
+	}
+	m := "- " + strings.Join(lines, "\n  ")
+	if es := Parse([]byte(m)); len(es) == 1 && es[0].Text == m {
+		return m
+	}
+	return "- " + strings.Join(strings.Fields(summary), " ")
 }
 
 // edit changes what memgate accepted of a file and the file itself alike:
@@ -210,11 +236,11 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 			placed[e.Text] = append(placed[e.Text], st.Entries[i])
 		}
 	}
-	file, err := os.ReadFile(st.Path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	disk, err := g.read(st.Path)
+	if err != nil {
+		return err // a refusal: the decision waits until the file can be written
 	}
+	file := disk.data
 	accepted := []byte(st.Content)
 	next := fn(accepted)
 	nextFile := next
@@ -223,13 +249,11 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 	}
 	st.Content, st.Entries = string(next), slotsOf(Parse(next), placed)
 	if err := saveState(ctx, g.o.KV, st); err != nil {
+		disk.close()
 		return err
 	}
 	g.addSlots(st)
-	if bytes.Equal(nextFile, file) {
-		return nil
-	}
-	return g.rewrite(st.Path, file, nextFile, exists)
+	return g.settle(ctx, st.Path, st, disk, nextFile, time.Now())
 }
 
 // reconcileAll puts every guarded entry's active version in its file: what

@@ -27,6 +27,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/oklog/ulid/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
@@ -59,7 +60,19 @@ type Options struct {
 	// looked for and files rescanned as a backstop to fsnotify (default
 	// 500ms for decisions; files every 60 polls).
 	Poll time.Duration
+	// MaxFileBytes caps a guarded file (default DefaultMaxFileBytes): a
+	// larger one is refused, never read past the cap.
+	MaxFileBytes int64
+	// MaxEntries caps the entries of a guarded file (default
+	// DefaultMaxEntries): each is a write to judge.
+	MaxEntries int
 }
+
+// Default caps of a guarded file.
+const (
+	DefaultMaxFileBytes = 1 << 20
+	DefaultMaxEntries   = 2000
+)
 
 // Guard watches the files. Start it once; Stop ends it.
 type Guard struct {
@@ -75,6 +88,11 @@ type Guard struct {
 
 	runID     string          // the run id of this guard's writes
 	baselined map[string]bool // directories whose files existing at first start were adopted
+	roots     map[string]int  // guarded directory -> its descriptor, opened once (fsafe.go)
+	held      []heldFile      // replaced files another process still had open
+
+	refusedMu sync.Mutex         // refused is read by Refused, outside mu
+	refused   map[string]Refusal // path -> why the guard will not read or write it
 	ready     chan struct{}
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -93,17 +111,35 @@ func New(o Options) (*Guard, error) {
 			return nil, fmt.Errorf("guard: glob %q: %w", gl, err)
 		}
 	}
+	if o.MaxFileBytes <= 0 {
+		o.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	roots := map[string]int{}
+	closeRoots := func() {
+		for _, fd := range roots {
+			unix.Close(fd)
+		}
+	}
 	for i, d := range o.Dirs {
 		abs, err := filepath.Abs(d)
 		if err != nil {
+			closeRoots()
 			return nil, fmt.Errorf("guard: %s: %w", d, err)
 		}
-		fi, err := os.Stat(abs)
+		// The operator named this directory: its path may hold symlinks.
+		// It is opened once and kept; nothing below it is followed.
+		fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			closeRoots()
 			return nil, fmt.Errorf("guard: directory %s: %w", d, err)
 		}
-		if !fi.IsDir() {
-			return nil, fmt.Errorf("guard: %s is not a directory", d)
+		if _, dup := roots[abs]; dup {
+			unix.Close(fd)
+		} else {
+			roots[abs] = fd
 		}
 		o.Dirs[i] = abs
 	}
@@ -118,7 +154,7 @@ func New(o Options) (*Guard, error) {
 	}
 	return &Guard{o: o, log: o.Logger.With("component", "guard"), met: o.Metrics,
 		slots: map[string]string{}, files: map[string]bool{}, parked: map[string]bool{}, ready: make(chan struct{}),
-		runID: "markdown-" + ulid.Make().String(), baselined: map[string]bool{}}, nil
+		runID: "markdown-" + ulid.Make().String(), baselined: map[string]bool{}, roots: roots, refused: map[string]Refusal{}}, nil
 }
 
 // Start judges what changed while memgate was not watching (a file seen
@@ -180,24 +216,39 @@ func (g *Guard) Ready() <-chan struct{} { return g.ready }
 
 // Stop ends the watch and waits for the judging in progress.
 func (g *Guard) Stop(ctx context.Context) error {
-	if g.cancel == nil {
-		return nil
+	if g.cancel != nil {
+		g.cancel()
+		select {
+		case <-g.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
-	g.cancel()
-	select {
-	case <-g.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for dir, fd := range g.roots {
+		unix.Close(fd)
+		delete(g.roots, dir)
 	}
+	for _, h := range g.held {
+		h.f.Close()
+	}
+	g.held = nil
+	return nil
 }
 
 // watchTree watches dir and every directory below it (fsnotify is not
-// recursive); directories created later are added as they appear.
+// recursive); directories created later are added as they appear. It
+// never descends into a symlink (WalkDir does not follow them); one that
+// could hold guarded files is refused, visibly.
 func (g *Guard) watchTree(w *fsnotify.Watcher, dir string) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return nil // vanished or unreadable: skip it
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			g.refuseLink(p)
+			return nil
 		}
 		if d.IsDir() {
 			if p != dir && strings.HasPrefix(d.Name(), ".") {
@@ -228,7 +279,11 @@ func (g *Guard) run(ctx context.Context, w *fsnotify.Watcher) {
 				return
 			}
 			if ev.Has(fsnotify.Create) {
-				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+				fi, err := os.Lstat(ev.Name) // a symlink to a directory is not one to watch or scan
+				if err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+					g.refuseLink(ev.Name)
+				}
+				if err == nil && fi.IsDir() {
 					if err := g.watchTree(w, ev.Name); err != nil {
 						g.log.Warn("watching a new directory", "dir", ev.Name, "err", err)
 					}
@@ -261,6 +316,8 @@ func (g *Guard) run(ctx context.Context, w *fsnotify.Watcher) {
 		case <-tick.C:
 			polls++
 			g.mu.Lock()
+			g.checkHeld(ctx)
+			g.recheckRefused(ctx, w)
 			g.followDecisions(ctx)
 			if polls%60 == 0 {
 				if err := g.scanAll(ctx, time.Now()); err != nil {
@@ -320,9 +377,15 @@ func (g *Guard) scanAll(ctx context.Context, now time.Time) error {
 	for _, dir := range g.o.Dirs {
 		g.scanDir(ctx, dir, now)
 	}
-	// Files memgate knows that are gone are judged too (every entry removed).
+	// Files memgate knows that are gone are judged too (every entry
+	// removed); so are those a symlink now stands in for (refused).
 	for p := range g.files {
-		if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
+		root, rel, ok := g.locate(p)
+		if !ok {
+			continue // under a directory no longer guarded
+		}
+		_, err := lstatBeneath(root, rel)
+		if _, refused := asRefusal(err); refused || errors.Is(err, fs.ErrNotExist) {
 			g.judge(ctx, p, now)
 		}
 	}
@@ -337,14 +400,20 @@ func (g *Guard) scanDir(ctx context.Context, dir string, now time.Time) {
 		if d.IsDir() && p != dir && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir
 		}
-		if isOwnTemp(d.Name()) && d.Type().IsRegular() {
-			// Left by a rewrite a crash cut short: the rename never
-			// happened, so the file it was for is as it was.
-			_ = os.Remove(p)
+		if d.Type()&fs.ModeSymlink != 0 {
+			g.refuseLink(p) // not followed: refused if it could hold guarded files
 			return nil
 		}
-		if _, ok := g.match(p); ok && d.Type().IsRegular() {
-			g.judge(ctx, p, now)
+		if isOwnTemp(d.Name()) && d.Type().IsRegular() {
+			// Left by a rewrite a crash cut short: the file it was for is
+			// as the rename left it (before or after).
+			if root, rel, ok := g.locate(p); ok {
+				_ = removeBeneath(root, rel)
+			}
+			return nil
+		}
+		if _, ok := g.match(p); ok && !d.IsDir() {
+			g.judge(ctx, p, now) // a FIFO or socket under a guarded name is refused there, visibly
 		}
 		return nil
 	})
@@ -361,11 +430,14 @@ func (g *Guard) subject(p string) string {
 	return "workspace"
 }
 
+// rel names a file for its records, logs and reviewers: its path below
+// its directory, control characters escaped (a name may hold any byte but
+// NUL and "/", and the governor refuses control characters in ids).
 func (g *Guard) rel(p string) string {
 	if r, ok := g.match(p); ok {
-		return r
+		return escapeText(r)
 	}
-	return filepath.Base(p)
+	return escapeText(filepath.Base(p))
 }
 
 // zeroEntropy makes the smallest ULID of a millisecond: a cursor before
@@ -472,5 +544,5 @@ func headingText(h []string) string {
 // isOwnTemp reports whether a file name is one of the guard's temporary
 // files (rewrite).
 func isOwnTemp(name string) bool {
-	return strings.HasPrefix(name, ".memgate-") && strings.HasSuffix(name, ".tmp")
+	return strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix)
 }

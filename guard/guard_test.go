@@ -35,6 +35,7 @@ type env struct {
 	reg   *prometheus.Registry
 	ctx   context.Context
 	start time.Time
+	opts  func(*guard.Options) // changes the guard's options, if set
 }
 
 var defaultPolicy *policy.Classifier
@@ -73,7 +74,11 @@ func (e *env) startGuard() {
 		e.t.Fatal(err)
 	}
 	e.met = met
-	g, err := guard.New(guard.Options{Gov: e.gov, KV: e.st, Dirs: []string{e.dir}, Metrics: met, Poll: 50 * time.Millisecond})
+	o := guard.Options{Gov: e.gov, KV: e.st, Dirs: []string{e.dir}, Metrics: met, Poll: 50 * time.Millisecond}
+	if e.opts != nil {
+		e.opts(&o)
+	}
+	g, err := guard.New(o)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,59 +1,65 @@
 package guard
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/memgate/memgate/memory"
 )
 
 // emptySettle is how long an emptied file is given to fill again before
-// it is judged empty.
-const emptySettle = 200 * time.Millisecond
+// it is judged empty (a variable for tests).
+var emptySettle = 200 * time.Millisecond
 
 // judge compares a file with what memgate accepted of it and governs each
 // change. Called with g.mu held.
 func (g *Guard) judge(ctx context.Context, p string, since time.Time) {
 	if err := g.judgeFile(ctx, p, since); err != nil {
-		g.met.onError()
-		g.log.Error("judging a guarded file; it will be judged again", "file", p, "err", err)
+		g.noteError(ctx, p, ReasonJudge, "judging a guarded file; it will be judged again", err)
 	}
 }
 
-func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error {
-	content, err := os.ReadFile(p)
-	exists := err == nil
-	if errors.Is(err, fs.ErrNotExist) {
-		content = nil
-	} else if err != nil {
-		return err
+// read reads a guarded file beneath its workspace (fsafe.go).
+func (g *Guard) read(p string) (*fileSnap, error) {
+	root, rel, ok := g.locate(p)
+	if !ok {
+		return nil, fmt.Errorf("guard: %s is not under a guarded directory", escapeText(p))
 	}
+	return readBeneath(root, rel, g.o.MaxFileBytes)
+}
+
+func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error {
+	disk, err := g.read(p)
+	if err != nil {
+		return err // a refusal leaves state and file as they are
+	}
+	defer func() { disk.close() }()
+	g.unrefuse(p)
 	st, err := loadState(ctx, g.o.KV, p)
 	if err != nil {
 		return err
 	}
-	if len(content) == 0 && st != nil && st.Content != "" {
+	if len(disk.data) == 0 && st != nil && st.Content != "" {
 		// A tool that truncates and then writes shows an empty file for a
 		// moment: judging that would delete every entry. Look again.
 		time.Sleep(emptySettle)
-		if b, err := os.ReadFile(p); err == nil {
-			content, exists = b, true
+		again, err := g.read(p)
+		if err != nil {
+			return err
 		}
+		disk.close()
+		disk = again
 	}
 	if st == nil {
-		if !exists {
+		if !disk.exists() {
 			return nil
 		}
 		if !g.baselined[g.dirOf(p)] {
-			return g.adopt(ctx, p, content)
+			return g.adopt(ctx, p, disk, since)
 		}
 		// A file that appeared after memgate began guarding its directory
 		// is the agent's new writing: every entry is judged.
@@ -63,10 +69,31 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 		}
 	}
 	g.addSlots(st)
-	if string(content) == st.Content {
-		return nil // unchanged, or memgate's own rewrite
+	if string(disk.data) == st.Content && (disk.exists() || st.Content == "") {
+		return g.settled(ctx, st) // unchanged, or memgate's own rewrite
 	}
+	next, err := g.decide(ctx, p, st, disk.data)
+	if err != nil {
+		return err
+	}
+	return g.settle(ctx, p, st, disk, next, since)
+}
+
+// decide judges content, the agent's version of a file, against what
+// memgate accepted of it (st), governs each change, saves what it decided
+// in st and returns what the file must read: content with the changes it
+// does not keep undone. It fails closed: a change it cannot submit is
+// undone (counted, logged), and so is the whole change when it cannot
+// tell a repeat of a parked change from a new one.
+func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []byte) ([]byte, error) {
 	old, now := Parse([]byte(st.Content)), Parse(content)
+	if len(now) > g.o.MaxEntries {
+		return nil, refuse(ReasonTooMany, "%s has %d entries, over the guard's cap of %d", g.rel(p), len(now), g.o.MaxEntries)
+	}
+	changes := Diff(old, now)
+	if len(changes) == 0 && string(content) == st.Content {
+		return content, nil
+	}
 	oldSlot := map[int]entryState{} // by Start in the old content
 	for i, e := range old {
 		if i < len(st.Entries) {
@@ -75,13 +102,17 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 	}
 	pending, err := g.pendingOf(ctx, p)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		g.met.onError(ReasonPending)
+		g.log.Error("cannot read the pending writes of a guarded file: its whole change is undone", "file", g.rel(p), "err", err)
+		return Undo(content, now, changes), nil
 	}
 	var undo []Change
 	placed := map[string][]entryState{} // entry text -> slots, for the new accepted content
 	keep := func(text string, e entryState) { placed[text] = append(placed[text], e) }
 	// Entries that did not change keep their slots.
-	changes := Diff(old, now)
 	changed := map[int]bool{}
 	for _, c := range changes {
 		if c.Old != nil {
@@ -94,18 +125,22 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 		}
 	}
 	// Parked changes stay until followDecisions has applied their
-	// decision; only those still pending can be repeated.
+	// decision; only those still pending, or not yet seen undone in the
+	// file, can be repeated.
 	parked := slices.Clone(st.Parked)
 	for _, c := range changes {
 		var prev entryState
 		if c.Old != nil {
 			prev = oldSlot[c.Old.Start]
 		}
-		// The same high-risk change again: undo it, count it, do not
-		// announce it twice.
+		// The same high-risk change again: undo it, do not announce it
+		// twice. One the guard's undo has not landed for yet is its own
+		// unfinished undo, not a repeat, whatever was decided meanwhile.
 		if i := findParked(parked, pending, c); i >= 0 {
-			parked[i].Repeats++
-			g.met.onRepeat()
+			if pending[parked[i].Record] != nil && !parked[i].Unsettled {
+				parked[i].Repeats++
+				g.met.onRepeat()
+			}
 			undo = append(undo, c)
 			if c.Old != nil {
 				keep(c.Old.Text, prev)
@@ -115,7 +150,26 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 		cand := g.candidate(p, c, prev.Slot)
 		res, err := g.submit(ctx, cand, c, pending)
 		if err != nil {
-			return fmt.Errorf("%s %s: %w", kindName(c.Kind), g.rel(p), err)
+			if ctx.Err() != nil {
+				return nil, err // stopping: the file is judged again at the next start
+			}
+			// Fail closed: what cannot be judged does not stay.
+			reason := ReasonSubmit
+			if memory.ErrorCode(err) == memory.EINVALID {
+				reason = ReasonInvalidEntry
+			}
+			g.met.onError(reason)
+			e := c.New
+			if e == nil {
+				e = c.Old
+			}
+			g.log.Warn("undoing a change the guard could not submit", "file", g.rel(p), "line", e.Line,
+				"change", kindName(c.Kind), "reason", reason, "err", err)
+			undo = append(undo, c)
+			if c.Old != nil {
+				keep(c.Old.Text, prev)
+			}
+			continue
 		}
 		switch res.Outcome {
 		case memory.OutcomeApplied, memory.OutcomeUnchanged:
@@ -128,7 +182,7 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 			if c.Old != nil {
 				keep(c.Old.Text, prev)
 			}
-			pe := parkedEntry{Record: res.Record.ID, Kind: c.Kind, Slot: res.Record.SlotID}
+			pe := parkedEntry{Record: res.Record.ID, Kind: c.Kind, Slot: res.Record.SlotID, Unsettled: true}
 			if c.New != nil {
 				pe.Text, pe.Heading, pe.After = c.New.Text, c.New.Heading, before(now, c.New)
 			}
@@ -141,6 +195,14 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 			parked = append(parked, pe)
 			g.slots[res.Record.SlotID] = p
 			g.met.onRevert("parked")
+			// Journal the park at once: should memgate stop before the file
+			// is rewritten and the change be decided meanwhile, the next
+			// judging knows this is its own unfinished undo, not a new change.
+			j := *st
+			j.Parked = parked
+			if err := saveState(ctx, g.o.KV, &j); err != nil {
+				g.log.Warn("journaling a parked change", "file", g.rel(p), "err", err)
+			}
 		case memory.OutcomeRefused:
 			undo = append(undo, c)
 			if c.Old != nil {
@@ -157,23 +219,127 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 	// The state first: a crash before the file is rewritten leaves a
 	// change the next judging recognises as parked and undoes again.
 	if err := saveState(ctx, g.o.KV, st); err != nil {
-		return err
+		return nil, err
 	}
 	g.addSlots(st)
-	if !bytes.Equal(next, content) || !exists && len(next) > 0 {
-		if err := g.rewrite(p, content, next, exists); err != nil {
-			return err
-		}
+	return next, nil
+}
+
+// settle makes the file at p read next (decided about, st saved), without
+// losing a write of the agent's (rewriter.run), judging what the agent
+// wrote meanwhile. It takes disk, the file as read, and closes it.
+func (g *Guard) settle(ctx context.Context, p string, st *fileState, disk *fileSnap, next []byte, since time.Time, owed ...owedWrite) error {
+	root, rel, ok := g.locate(p)
+	if !ok {
+		disk.close()
+		return fmt.Errorf("guard: %s is not under a guarded directory", escapeText(p))
+	}
+	rw := rewriter{root: root, rel: rel, max: g.o.MaxFileBytes,
+		decide: func(content []byte) ([]byte, error) { return g.decide(ctx, p, st, content) },
+		repaired: func(displaced bool) {
+			g.met.onRepair()
+			if displaced {
+				g.log.Info("an agent write landed while the guard rewrote a file: put back on top and judged", "file", g.rel(p))
+			}
+		},
+		hold: func(f *os.File, base []byte) { g.hold(p, f, base) }}
+	done, wrote, err := rw.run(disk, next, owed)
+	if err != nil || !done {
+		return err
+	}
+	if wrote {
 		g.met.observeRevert(time.Since(since))
 	}
-	return nil
+	return g.settled(ctx, st)
+}
+
+// settled records that the file reads what memgate accepted: the undo of
+// every parked change has landed, so from now on their decisions apply.
+func (g *Guard) settled(ctx context.Context, st *fileState) error {
+	dirty := false
+	for i := range st.Parked {
+		if st.Parked[i].Unsettled {
+			st.Parked[i].Unsettled, dirty = false, true
+		}
+	}
+	if !dirty {
+		return nil
+	}
+	return saveState(ctx, g.o.KV, st)
+}
+
+// putBack puts a write of the agent's that the guard's rewrite displaced
+// (made on top of base, the file as the guard had read it) on top of the
+// file at p, and judges it.
+func (g *Guard) putBack(ctx context.Context, p string, root int, rel string, base, agent []byte) error {
+	disk, err := readBeneath(root, rel, g.o.MaxFileBytes)
+	if err != nil {
+		return err
+	}
+	st, err := loadState(ctx, g.o.KV, p)
+	if err != nil || st == nil {
+		disk.close()
+		return err
+	}
+	g.met.onRepair()
+	g.log.Info("an agent write landed in a file the guard had replaced: put back on top and judged", "file", g.rel(p))
+	next, err := g.decide(ctx, p, st, onTop(base, agent, disk.data))
+	if err != nil {
+		disk.close()
+		return err
+	}
+	return g.settle(ctx, p, st, disk, next, time.Now(), owedWrite{base: base, agent: agent})
+}
+
+// onTop applies the agent's change from base to agent on top of onto (what
+// the path holds now), entry by entry: an added entry is inserted where it
+// stood (unless onto has it), a changed one replaced (or inserted), a
+// removed one removed.
+func onTop(base, agent, onto []byte) []byte {
+	av := Parse(agent)
+	out := onto
+	texts := map[string]int{} // the entries of out, kept up to date without parsing it again
+	for _, e := range Parse(out) {
+		texts[e.Text]++
+	}
+	insert := func(e *Entry) {
+		if texts[e.Text] == 0 {
+			out = Insert(out, e.Heading, before(av, e), e.Text)
+			texts[e.Text]++
+		}
+	}
+	for _, c := range Diff(Parse(base), av) {
+		switch c.Kind {
+		case Added:
+			insert(c.New)
+		case Changed:
+			if texts[c.Old.Text] > 0 {
+				out, _ = Replace(out, c.Old.Text, c.New.Text)
+				texts[c.Old.Text]--
+				texts[c.New.Text]++
+			} else {
+				insert(c.New)
+			}
+		case Removed:
+			if texts[c.Old.Text] > 0 {
+				out, _ = Remove(out, c.Old.Text)
+				texts[c.Old.Text]--
+			}
+		}
+	}
+	return out
 }
 
 // adopt takes a file seen for the first time as the baseline: its entries
 // become active records without review (memory.Governor.Adopt), except
-// secrets, which are removed from the file and never stored.
-func (g *Guard) adopt(ctx context.Context, p string, content []byte) error {
+// secrets and entries the governor refuses as input, which are removed
+// from the file and never stored. It takes disk and closes it.
+func (g *Guard) adopt(ctx context.Context, p string, disk *fileSnap, since time.Time) error {
+	content := disk.data
 	now := Parse(content)
+	if len(now) > g.o.MaxEntries {
+		return refuse(ReasonTooMany, "%s has %d entries, over the guard's cap of %d", g.rel(p), len(now), g.o.MaxEntries)
+	}
 	placed := map[string][]entryState{}
 	var undo []Change
 	for i := range now {
@@ -182,7 +348,17 @@ func (g *Guard) adopt(ctx context.Context, p string, content []byte) error {
 		cand.Actor.RunID = BaselineRun // not undone with the changes of a run
 		res, err := g.o.Gov.Adopt(ctx, cand)
 		if err != nil {
-			return fmt.Errorf("adopting %s line %d: %w", g.rel(p), now[i].Line, err)
+			if ctx.Err() != nil {
+				return err
+			}
+			reason := ReasonSubmit
+			if memory.ErrorCode(err) == memory.EINVALID {
+				reason = ReasonInvalidEntry
+			}
+			g.met.onError(reason)
+			g.log.Warn("removing an entry the guard could not adopt", "file", g.rel(p), "line", now[i].Line, "reason", reason, "err", err)
+			undo = append(undo, c)
+			continue
 		}
 		switch res.Outcome {
 		case memory.OutcomeRefused:
@@ -207,10 +383,7 @@ func (g *Guard) adopt(ctx context.Context, p string, content []byte) error {
 	}
 	g.addSlots(st)
 	g.log.Info("adopted a memory file as the baseline", "file", g.rel(p), "entries", len(st.Entries), "removed", len(undo))
-	if !bytes.Equal(next, content) {
-		return g.rewrite(p, content, next, true)
-	}
-	return nil
+	return g.settle(ctx, p, st, disk, next, since)
 }
 
 // candidate is the write a change stands for.
@@ -220,10 +393,16 @@ func (g *Guard) candidate(p string, c Change, slot string) memory.Candidate {
 	if e == nil {
 		e = c.Old
 	}
+	heading := escapeText(headingText(e.Heading))
 	cand := memory.Candidate{SubjectID: g.subject(p), CandidateSource: memory.SourceTool,
-		Actor:    memory.Actor{Dialect: Dialect, AgentID: "markdown:" + rel, RunID: g.runID, Client: "memgate-guard"},
-		Evidence: memory.Evidence{SourceRef: fmt.Sprintf("%s:%d", rel, e.Line), Excerpt: "in " + rel + " under " + headingText(e.Heading)},
-		Metadata: map[string]any{"file": rel, "heading": headingText(e.Heading), "headingPath": e.Heading, "markdown": e.Text}}
+		Actor:    memory.Actor{Dialect: Dialect, AgentID: agentID(rel), RunID: g.runID, Client: "memgate-guard"},
+		Evidence: memory.Evidence{SourceRef: fmt.Sprintf("%s:%d", rel, e.Line), Excerpt: "in " + rel + " under " + heading},
+		Metadata: map[string]any{"file": rel, "heading": heading, "headingPath": e.Heading, "markdown": e.Text}}
+	if b, err := json.Marshal(cand.Metadata); err != nil || len(b) > memory.MaxMetadataBytes {
+		// The raw Markdown is a nicety (a rollback puts the very bytes
+		// back; else the summary as an item): not worth refusing the entry.
+		delete(cand.Metadata, "markdown")
+	}
 	switch c.Kind {
 	case Added:
 		cand.Summary = e.Summary()
@@ -272,7 +451,7 @@ func (g *Guard) submit(ctx context.Context, cand memory.Candidate, c Change, pen
 // pendingOf returns the pending records of the guard's writes to a file, by
 // id.
 func (g *Guard) pendingOf(ctx context.Context, p string) (map[string]*memory.Record, error) {
-	agent := "markdown:" + g.rel(p)
+	agent := agentID(g.rel(p))
 	recs, err := g.o.Gov.Pending(ctx, func(r *memory.Record) bool {
 		return r.Actor.Dialect == Dialect && r.Actor.AgentID == agent
 	})
@@ -286,10 +465,11 @@ func (g *Guard) pendingOf(ctx context.Context, p string) (map[string]*memory.Rec
 	return out, nil
 }
 
-// findParked returns the index of the parked change c repeats, or -1.
+// findParked returns the index of the parked change c repeats, or -1: one
+// still pending, or one whose undo has not landed in the file yet.
 func findParked(parked []parkedEntry, pending map[string]*memory.Record, c Change) int {
 	for i, pe := range parked {
-		if pe.Kind != c.Kind || pending[pe.Record] == nil {
+		if pe.Kind != c.Kind || pending[pe.Record] == nil && !pe.Unsettled {
 			continue
 		}
 		if (c.New == nil || pe.Text == c.New.Text) && (c.Old == nil || pe.OldText == c.Old.Text) {
@@ -337,64 +517,4 @@ func kindName(k ChangeKind) string {
 		return "a removed entry in"
 	}
 	return "a change in"
-}
-
-// rewrite replaces the file's content with next, atomically (a temporary
-// file in the same directory, renamed over it) and with the same mode and
-// owner, unless the file changed since it was read as base: then the
-// agent's newer write stands and is judged next (the state already holds
-// what memgate decided).
-func (g *Guard) rewrite(p string, base, next []byte, existed bool) error {
-	cur, err := os.ReadFile(p)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if existed {
-			return nil // removed meanwhile: judged next
-		}
-	case err != nil:
-		return err
-	case !bytes.Equal(cur, base):
-		return nil
-	}
-	mode := fs.FileMode(0o644)
-	uid, gid := -1, -1
-	if fi, err := os.Stat(p); err == nil {
-		mode = fi.Mode().Perm()
-		if s, ok := fi.Sys().(*syscall.Stat_t); ok {
-			uid, gid = int(s.Uid), int(s.Gid)
-		}
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".memgate-"+filepath.Base(p)+"-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(next); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		return err
-	}
-	if uid >= 0 && os.Geteuid() == 0 {
-		_ = os.Chown(tmp.Name(), uid, gid) // keep the agent's ownership when memgate runs as root
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(p)); err == nil {
-		_ = d.Sync() // the rename itself durable
-		d.Close()
-	}
-	return nil
 }

@@ -48,6 +48,12 @@ type parkedEntry struct {
 	After   string     `json:"after,omitempty"` // the entry before it, for the write-back
 	Slot    string     `json:"slot,omitempty"`
 	Repeats int        `json:"repeats,omitempty"` // how often the agent wrote it again
+	// Unsettled: the guard parked the change but has not yet seen the file
+	// without it (its undo not written yet, memgate stopped before it).
+	// Until then the change in the file is the guard's unfinished undo:
+	// undone again, never parked again, whatever was decided meanwhile;
+	// and its decision waits (followParked).
+	Unsettled bool `json:"unsettled,omitempty"`
 }
 
 func stateKey(path string) string {

@@ -38,6 +38,32 @@ func (g *Governor) Get(ctx context.Context, id string) (*Record, error) {
 	return out, err
 }
 
+// ActiveInSlot returns a slot's active version, looking the id up as a slot
+// id only. Get cannot answer this for free text: such a slot's id is its
+// first record's id, so Get answers that (perhaps superseded) version.
+// Errors: ENOTFOUND when the slot does not exist, has no active version or
+// belongs to another tenant (the same answer for all three).
+func (g *Governor) ActiveInSlot(ctx context.Context, slotID string) (*Record, error) {
+	var out *Record
+	err := g.store.View(ctx, func(tx ReadTx) error {
+		st, err := loadHead(tx, slotID)
+		if err != nil {
+			return err
+		}
+		if st.Slot == nil || !TenantOf(ctx).Covers(st.Slot.Scope) {
+			return notFound(slotID)
+		}
+		if out = st.Active(); out == nil {
+			return Errorf(ENOTFOUND, "slot %s has no active version", slotID)
+		}
+		return nil
+	})
+	if err == nil && !TenantOf(ctx).Covers(out.Scope) {
+		return nil, notFound(slotID)
+	}
+	return out, err
+}
+
 // GetActive is Get for readers of the active layer (rule 7): a record id
 // answers only while that version is active; a slot id answers its active
 // version. Pending, superseded, rejected and rolled-back versions are

@@ -75,6 +75,8 @@ type serveConfig struct {
 	guardDirs          listFlag
 	guardGlobs         listFlag
 	guardSubject       string
+	guardMaxFileBytes  int64
+	guardMaxEntries    int
 }
 
 // listFlag is a repeatable flag; each value may also be comma-separated,
@@ -122,6 +124,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.Var(&c.guardDirs, "guard-dir", "a workspace whose Markdown memory files memgate governs (repeatable, or comma-separated)")
 	fs.Var(&c.guardGlobs, "guard-glob", "files under each --guard-dir to govern (repeatable; default MEMORY.md, memory/**/*.md, USER.md, CLAUDE.md, AGENTS.md)")
 	fs.StringVar(&c.guardSubject, "guard-subject", "", "subject of the guarded files' entries (default: the workspace directory's name)")
+	fs.Int64Var(&c.guardMaxFileBytes, "guard-max-file-bytes", guard.DefaultMaxFileBytes, "largest guarded file memgate reads; a larger one is refused (never read past the cap), its accepted entries kept, and /readyz names it")
+	fs.IntVar(&c.guardMaxEntries, "guard-max-entries", guard.DefaultMaxEntries, "most entries in one guarded file (each is a write to judge); a file with more is refused like one over --guard-max-file-bytes")
 	c.slack.RegisterFlags(fs)
 }
 
@@ -297,6 +301,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: b.Disk, Outbox: b.Store, Logger: log}))
 
 	var ready atomic.Bool
+	var markdownGuard atomic.Pointer[guard.Guard] // set once the guard runs: /readyz reports its refusals
 	agentMux := http.NewServeMux()
 	(&proxy.Native{Gov: gov, Search: index, Log: log, Keys: keys}).Register(agentMux)
 	var extractor mem0.Extractor
@@ -331,7 +336,13 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 			if !ready.Load() {
 				return errors.New("starting")
 			}
-			return b.notReady()
+			if err := b.notReady(); err != nil {
+				return err
+			}
+			if gd := markdownGuard.Load(); gd != nil {
+				return gd.Degraded() // a guarded file refused: governed no more until it is fixed
+			}
+			return nil
 		}}).Register(adminMux)
 
 	adminMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -395,14 +406,18 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if cfg.guardMaxFileBytes <= 0 || cfg.guardMaxEntries <= 0 {
+			return errors.New("--guard-max-file-bytes and --guard-max-entries must be positive")
+		}
 		gd, err := guard.New(guard.Options{Gov: gov, KV: b.KV, Dirs: cfg.guardDirs, Globs: cfg.guardGlobs,
-			Subject: cfg.guardSubject, Logger: log, Metrics: gm})
+			Subject: cfg.guardSubject, Logger: log, Metrics: gm, MaxFileBytes: cfg.guardMaxFileBytes, MaxEntries: cfg.guardMaxEntries})
 		if err != nil {
 			return err
 		}
 		if err := gd.Start(ctx); err != nil {
 			return err
 		}
+		markdownGuard.Store(gd)
 		defer func() { // before the store closes
 			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
