@@ -29,14 +29,15 @@ func TestReadsRefuseIdsNoRecordHolds(t *testing.T) {
 	g := NewGovernor(Options{Store: st, Classifier: &countingPolicy{}})
 	for _, bad := range []string{"ab\x00cd", "ab\x1bcd", "ab\xffcd", "\x7f"} {
 		for name, read := range map[string]func() error{
-			"Get":       func() error { _, err := g.Get(ctx, bad); return err },
-			"GetActive": func() error { _, err := g.GetActive(ctx, bad); return err },
-			"History":   func() error { _, err := g.History(ctx, bad); return err },
-			"Review":    func() error { _, err := g.Review(ctx, bad); return err },
-			"Explain":   func() error { _, err := g.Explain(ctx, bad); return err },
-			"Approve":   func() error { _, err := g.Approve(ctx, bad, Review{By: "r"}); return err },
-			"Reject":    func() error { _, err := g.Reject(ctx, bad, Review{By: "r"}); return err },
-			"Rollback":  func() error { _, err := g.Rollback(ctx, bad, false, "x", "r"); return err },
+			"Get":          func() error { _, err := g.Get(ctx, bad); return err },
+			"ActiveInSlot": func() error { _, err := g.ActiveInSlot(ctx, bad); return err },
+			"GetActive":    func() error { _, err := g.GetActive(ctx, bad); return err },
+			"History":      func() error { _, err := g.History(ctx, bad); return err },
+			"Review":       func() error { _, err := g.Review(ctx, bad); return err },
+			"Explain":      func() error { _, err := g.Explain(ctx, bad); return err },
+			"Approve":      func() error { _, err := g.Approve(ctx, bad, Review{By: "r"}); return err },
+			"Reject":       func() error { _, err := g.Reject(ctx, bad, Review{By: "r"}); return err },
+			"Rollback":     func() error { _, err := g.Rollback(ctx, bad, false, "x", "r"); return err },
 			"Quarantine": func() error {
 				_, err := g.Quarantine(ctx, "run", bad, "x", "r")
 				return err

@@ -44,6 +44,9 @@ func (g *Governor) Get(ctx context.Context, id string) (*Record, error) {
 // Errors: ENOTFOUND when the slot does not exist, has no active version or
 // belongs to another tenant (the same answer for all three).
 func (g *Governor) ActiveInSlot(ctx context.Context, slotID string) (*Record, error) {
+	if err := CheckLookupID("slot id", slotID); err != nil {
+		return nil, err
+	}
 	var out *Record
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		st, err := loadHead(tx, slotID)
