@@ -292,6 +292,20 @@ func SourceTable(scores []*SourceScore) string {
 	return b.String()
 }
 
+// ReadExamplesFile is ReadExamples of a file; errors name it.
+func ReadExamplesFile(path string) ([]Example, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	ex, err := ReadExamples(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ex, nil
+}
+
 // ReadRealCorpus reads every *.jsonl file of a directory of real text
 // (policy/corpus/real), in name order; each row must name its source and
 // part.
@@ -305,14 +319,9 @@ func ReadRealCorpus(dir string) ([]Example, error) {
 	}
 	var out []Example
 	for _, p := range paths {
-		f, err := os.Open(p)
+		ex, err := ReadExamplesFile(p)
 		if err != nil {
 			return nil, err
-		}
-		ex, err := ReadExamples(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		for _, e := range ex {
 			if e.Set == "" || (e.Part != PartTune && e.Part != PartAside) {

@@ -125,14 +125,9 @@ func tuningExamples(dir string) ([]policy.Example, error) {
 		return nil, fmt.Errorf("no corpus files under %s: %w", dir, fs.ErrNotExist)
 	}
 	for _, p := range paths {
-		f, err := os.Open(p)
+		ex, err := policy.ReadExamplesFile(p)
 		if err != nil {
 			return nil, err
-		}
-		ex, err := policy.ReadExamples(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		curated := !strings.Contains(filepath.ToSlash(p), "/real/")
 		for _, e := range ex {
@@ -286,16 +281,6 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 		}
 	}
 	slices.Sort(sets)
-	if debugMissed {
-		for _, o := range outs {
-			if o.ex.HighRisk() && o.decide(0.05, 2) == memory.ActionApply {
-				fmt.Printf("MISSED %s %v lex=%s: %.100q\n", o.ex.ID, o.scores, o.lexicon, o.ex.Text)
-			}
-			if !o.ex.HighRisk() && o.ex.Set == "" && o.decide(2, 0.98) != memory.ActionApply {
-				fmt.Printf("CONFIDENT-FP %s %v: %.100q\n", o.ex.ID, o.scores, o.ex.Text)
-			}
-		}
-	}
 	for _, gate := range []float32{0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2} {
 		for _, conf := range []float32{0.9, 0.95, 0.98, 0.99, 0.995, 2} {
 			fmt.Printf("gate %.2f confident %.2f:", gate, conf)
@@ -358,7 +343,3 @@ func compileWith(ctx context.Context, files policy.FileSet, m *textclass.Model, 
 	fs["data.json"] = string(b)
 	return policy.CompileUntested(ctx, fs)
 }
-
-func init() { debugMissed = os.Getenv("MEMGATE_TRAIN_DEBUG") != "" }
-
-var debugMissed bool

@@ -351,14 +351,9 @@ func (t *policyTest) exampleTables() ([]exampleTable, error) {
 	}
 	var out []exampleTable
 	for _, p := range paths {
-		f, err := os.Open(p)
+		ex, err := policy.ReadExamplesFile(p)
 		if err != nil {
 			return nil, err
-		}
-		ex, err := policy.ReadExamples(f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		out = append(out, exampleTable{file: p, examples: ex})
 	}
