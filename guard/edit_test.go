@@ -115,8 +115,18 @@ func TestAnotherDialectsMetadataMarkdownNeverReachesTheFile(t *testing.T) {
 	res, err := e.gov.Submit(e.ctx, memory.Candidate{SlotID: tea.SlotID, Summary: "The user likes green tea.",
 		CandidateSource: memory.SourceUser, Actor: memory.Actor{Dialect: "native", AgentID: "some-client"},
 		Metadata: map[string]any{"markdown": injected, "file": "MEMORY.md", "headingPath": []string{}}})
-	if err != nil || res.Outcome != memory.OutcomeApplied {
-		t.Fatalf("the structured write: %+v %v", res, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Policy reads metadata like the summary (issue 30, point 8), so the
+	// rule in it parks the write; a reviewer who approves it approves the
+	// summary, and that is all the file shows.
+	if res.Outcome == memory.OutcomeParked {
+		if _, err := e.gov.Approve(e.ctx, res.Record.ID, memory.Review{By: "ann", Route: "cli", Mode: memory.ModeOverride}); err != nil {
+			t.Fatal(err)
+		}
+	} else if res.Outcome != memory.OutcomeApplied {
+		t.Fatalf("the structured write: %+v", res)
 	}
 	want := strings.Replace(base, "likes tea", "likes green tea", 1)
 	e.waitFile("MEMORY.md", want)

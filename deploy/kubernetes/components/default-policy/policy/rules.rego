@@ -104,7 +104,9 @@ fired contains "status_change" if {
 
 # The classifier alone, where it is confident (config.classifier.confident):
 # text no lexicon recognises can still be a rule, an instruction to the
-# agent, a change of state or a guess about one.
+# agent, a change of state or a guess about one. (classified_risk only
+# where no lexicon signal counts: a recognised status change stays a
+# state.)
 fired contains "classified_poisoning" if {
 	classified("poisoning")
 	not same_as_current
@@ -123,6 +125,7 @@ fired contains "classified_inference" if {
 
 fired contains "classified_risk" if {
 	classified("risk")
+	not lexicon_reads
 	not classified("poisoning")
 	not classified("state")
 	not classified("inference")

@@ -636,3 +636,10 @@ test_classifier_below_confidence_decides_nothing_alone if {
 	d := decide(scored("The Berlin office opens at 9", " the berlin office opens at 9 ", scores(0.9, 0.9, 0.9, 0.9)))
 	rules(d) == {"knowledge_verified"}
 }
+
+test_classified_risk_leaves_a_recognised_text_to_the_lexicons if {
+	d := decide(scored("The billing migration has been put on hold", " the billing migration has been put on hold ", scores(0.995, 0.01, 0.5, 0.01)))
+	"status_change" in rules(d)
+	not "classified_risk" in rules(d)
+	d.layer == "state"
+}

@@ -188,6 +188,7 @@ text_layers contains "policy" if classified("poisoning")
 
 text_layers contains "policy" if {
 	classified("risk")
+	not lexicon_reads
 	not classified("state")
 	not classified("inference")
 }
@@ -215,6 +216,45 @@ text_risky if not input.candidate.text_scores
 text_risky if {
 	some head in config.classifier.heads
 	input.candidate.text_scores[head] >= config.classifier.gate
+}
+
+# lexicon_reads: a lexicon signal counts for the text (it then says what
+# the text is, and the classifier's confident heads add nothing).
+lexicon_reads if {
+	text_rule
+	text_risky
+}
+
+lexicon_reads if {
+	text_permission
+	text_risky
+}
+
+lexicon_reads if {
+	text_unknown_rule
+	text_risky
+}
+
+lexicon_reads if {
+	text_status_change
+	text_risky
+}
+
+lexicon_reads if {
+	text_inference
+	text_risky
+}
+
+lexicon_reads if {
+	text_poisoning
+	text_risky
+}
+
+lexicon_reads if text_injection
+
+lexicon_reads if {
+	input.candidate.text_first.policy_topic
+	text_risky
 }
 
 # classified(head): the classifier alone is confident enough to send the
