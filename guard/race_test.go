@@ -130,25 +130,10 @@ func TestTheRevertNeverLosesAnAgentWrite(t *testing.T) {
 		}
 		line := fmt.Sprintf("- Alice noted item %d of the harbour survey.", i)
 		op, pause := agentOps[rng.IntN(len(agentOps))], time.Duration(rng.IntN(300))*time.Microsecond
-		var wg sync.WaitGroup
-		var err error
-		wg.Add(1)
-		go func() { // the agent
-			defer wg.Done()
-			select {
-			case <-kick:
-			case <-time.After(pause):
-			}
-			err = op(p, line, rules[rel])
-		}()
+		wait := agentWrite(kick, pause, func() error { return op(p, line, rules[rel]) })
 		e.judge(rel) // the guard
-		wg.Wait()
-		if err != nil {
+		if err := wait(); err != nil {
 			t.Fatalf("the agent's write: %v", err)
-		}
-		select {
-		case <-kick: // the agent went on its timer
-		default:
 		}
 		written[rel] = append(written[rel], line)
 	}
@@ -250,29 +235,14 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 		must(t, appendLine(p, rule+"\n")) // the parked rule, written again
 		line := fmt.Sprintf("- Alice noted item %d of the harbour survey.", i)
 		op, pause := agentOps[rng.IntN(len(agentOps))], time.Duration(rng.IntN(200))*time.Microsecond
-		var wg sync.WaitGroup
-		var aerr error
-		wg.Add(1)
-		go func() { // the agent
-			defer wg.Done()
-			select {
-			case <-kick:
-			case <-time.After(pause):
-			}
-			aerr = op(p, line, rule)
-		}()
+		wait := agentWrite(kick, pause, func() error { return op(p, line, rule) })
 		disk, err := readBeneath(root, rel, testCap) // the guard
 		must(t, err)
 		next, _ := dropRule(disk.data)
 		if _, _, err := rw(rel).run(disk, next, nil); err != nil {
 			t.Fatal(err)
 		}
-		wg.Wait()
-		must(t, aerr)
-		select {
-		case <-kick:
-		default:
-		}
+		must(t, wait())
 		written[rel] = append(written[rel], line)
 	}
 	if len(held) > 0 {
@@ -299,4 +269,30 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 		t.Fatal("no agent write landed during a rewrite: the test did not exercise the race")
 	}
 	t.Logf("%d rounds over %d files; %d agent writes landed in a rewrite and were kept", rounds, files, repairs)
+}
+
+// agentWrite runs the agent's write in a goroutine, once the guard's
+// rename window opens (kick) or after pause, whichever comes first. wait
+// returns its error, and drains a kick the agent did not take (it went on
+// its timer), so that the next round starts with none pending.
+func agentWrite(kick chan struct{}, pause time.Duration, write func() error) (wait func() error) {
+	var wg sync.WaitGroup
+	var err error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-kick:
+		case <-time.After(pause):
+		}
+		err = write()
+	}()
+	return func() error {
+		wg.Wait()
+		select {
+		case <-kick:
+		default:
+		}
+		return err
+	}
 }
