@@ -381,8 +381,8 @@ func objectOf(items [][2]*ast.Term) ast.Object {
 }
 
 // match returns the facts of a candidate whose normalized text is norm.
-func (f *textFeatures) match(rec *memory.Record, norm string) textFacts {
-	return f.facts(f.scan(rec, readCandidate(rec, f.contextSources), norm))
+func (f *textFeatures) match(rec *memory.Record) textFacts {
+	return f.facts(f.scanText(rec))
 }
 
 // facts reports what s found as the input's text fields: the features f

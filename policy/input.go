@@ -336,7 +336,7 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, sha
 			if scan != nil {
 				f.str(textScanKey, scan.scanNorm)
 			} else {
-				f.str(textScanKey, ct.scanNorm(normalizeFolded(ct.folded)))
+				f.str(textScanKey, ct.scanNorm())
 			}
 		}
 		f.term(textMoreKey, stringsTerm(ct.more))

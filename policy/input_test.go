@@ -163,7 +163,7 @@ func TestFeaturesMatchRego(t *testing.T) {
 		if len(rec.Value) == 0 {
 			rec.Value = nil
 		}
-		facts := p.features.match(rec, normalizeText(rec.Summary))
+		facts := p.features.match(rec)
 		goFacts := ast.NewObject(
 			ast.Item(ast.StringTerm("features"), ast.NewTerm(facts.features)),
 			ast.Item(ast.StringTerm("first"), ast.NewTerm(facts.first)),

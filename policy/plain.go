@@ -87,7 +87,7 @@ func (pp *plainPath) input(in *memory.PolicyInput) (map[string]any, error) {
 			read[name] = true
 		}
 		cand[textClausesKey], cand[textMoreKey], cand[textReadKey] = parts, more, read
-		cand[textScanKey] = ct.scanNorm(normalizeFolded(ct.folded))
+		cand[textScanKey] = ct.scanNorm()
 		if pp.features != nil && pp.features.model != nil {
 			scores := map[string]any{}
 			for i, v := range pp.features.scanText(in.Candidate).scores {

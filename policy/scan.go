@@ -27,23 +27,22 @@ type textScan struct {
 // scanText finds f's features and captures in rec's texts, folding its
 // summary once for the normalized text and the clauses.
 func (f *textFeatures) scanText(rec *memory.Record) *textScan {
-	ct := readCandidate(rec, f.contextSources)
-	return f.scan(rec, ct, normalizeFolded(ct.folded))
+	return f.scan(rec, readCandidate(rec, f.contextSources))
 }
 
-// scan finds f's features and captures in rec, whose texts are ct and
-// whose summary normalized is norm. Keyword lists, leads and patterns are
-// matched against every text; captures against the summary (they name
-// where a free-text memory goes).
-func (f *textFeatures) scan(rec *memory.Record, ct *candidateText, norm string) *textScan {
-	s := &textScan{norm: norm, texts: ct, scanNorm: ct.scanNorm(norm), found: make([]bool, len(f.names))}
+// scan finds f's features and captures in rec, whose texts are ct.
+// Keyword lists, leads and patterns are matched against every text;
+// captures against the summary (they name where a free-text memory goes).
+func (f *textFeatures) scan(rec *memory.Record, ct *candidateText) *textScan {
+	norm := ct.norm
+	s := &textScan{norm: norm, texts: ct, scanNorm: ct.scanNorm(), found: make([]bool, len(f.names))}
 	found := s.found
 	f.matchWords(s.scanNorm, ct.clauseHeads(), found)
 	for name, id := range f.builtin {
 		found[id] = ct.builtin[name]
 	}
 	if f.model != nil {
-		s.scores = f.scoreTexts(ct, norm)
+		s.scores = f.scoreTexts(ct)
 	}
 	if len(f.patterns) > 0 {
 		f.matchPatterns(rec, ct.more, found)

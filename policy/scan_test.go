@@ -41,7 +41,7 @@ func TestScanMemoFacts(t *testing.T) {
 			for k := range queries {
 				q := queries[(first+k)%len(queries)]
 				got := q.facts(p.scans.get(rec, q))
-				want := q.match(rec, normalizeText(rec.Summary))
+				want := q.match(rec)
 				for _, pair := range [][2]ast.Object{{got.features, want.features}, {got.first, want.first}, {got.captures, want.captures}} {
 					if pair[0].Compare(pair[1]) != 0 {
 						t.Errorf("%q, query %d after query %d: shared scan gives %v, own scan %v", rec.Summary, (first+k)%2, first, pair[0], pair[1])

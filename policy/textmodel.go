@@ -76,45 +76,42 @@ const maxTripledFeatures = 10
 const maxPairedFeatures = 16
 
 // scoreTexts scores each text of a candidate on its own (the summary,
-// whose normalized form is norm, then each of the other texts and
-// readings) and keeps each head's highest score: risk never goes down on
-// the writer's word, and words added beside a rule (metadata, an
-// evidence excerpt) must not dilute it.
-func (f *textFeatures) scoreTexts(ct *candidateText, norm string) []float32 {
+// then each of the other texts and readings) and keeps each head's highest
+// score: risk never goes down on the writer's word, and words added beside
+// a rule (metadata, an evidence excerpt) must not dilute it.
+func (f *textFeatures) scoreTexts(ct *candidateText) []float32 {
 	scores := make([]float32, len(f.modelHeads))
 	one := make([]float32, len(f.modelHeads))
 	found := make([]bool, len(f.names))
-	score := func(norm, folded string, first bool) {
-		clear(found)
-		f.matchWords(norm, clauseHeads(folded), found)
-		for name, id := range f.builtin {
-			found[id] = ct.builtin[name]
-		}
-		f.model.Score(norm, f.modelFeatures(found), one)
-		for i, x := range one {
-			if first || x > scores[i] {
-				scores[i] = x
+	for i, norm := range append([]string{ct.norm}, ct.moreNorm...) {
+		f.model.Score(norm, f.modelNames(norm, ct.heads[i], ct.builtin, found), one)
+		for h, x := range one {
+			if i == 0 || x > scores[h] {
+				scores[h] = x
 			}
 		}
 	}
-	score(norm, ct.folded, true)
-	for _, folded := range ct.foldedMore {
-		score(normalizeFolded(folded), folded, false)
-	}
 	return scores
+}
+
+// modelNames are the features the classifier reads of one text, whose
+// normalized form is norm and clause heads heads: the keyword lists and
+// leads found in it, the candidate's builtins, and their pairs and
+// triples. found is scratch space of len(f.names).
+func (f *textFeatures) modelNames(norm, heads string, builtin map[string]bool, found []bool) []string {
+	clear(found)
+	f.matchWords(norm, heads, found)
+	for name, id := range f.builtin {
+		found[id] = builtin[name]
+	}
+	return f.modelFeatures(found)
 }
 
 // modelInput is what the classifier reads of a summary alone, as
 // scoreTexts reads it: its normalized form and the features found in it.
 func (f *textFeatures) modelInput(summary string) (string, []string) {
 	ct := readCandidate(&memory.Record{Summary: summary}, nil)
-	norm := normalizeFolded(ct.folded)
-	found := make([]bool, len(f.names))
-	f.matchWords(norm, clauseHeads(ct.folded), found)
-	for name, id := range f.builtin {
-		found[id] = ct.builtin[name]
-	}
-	return norm, f.modelFeatures(found)
+	return ct.norm, f.modelNames(ct.norm, ct.heads[0], ct.builtin, make([]bool, len(f.names)))
 }
 
 // scoresTerm is the classifier's scores as the input's text_scores, each

@@ -51,13 +51,19 @@ const maxMoreBytes = 64 << 10
 // is read like the summary; and text the classifier cannot read, or that
 // was hidden from it, is said so.
 type candidateText struct {
-	// folded is the summary folded (textfold.Text).
-	folded string
+	// folded is the summary folded (textfold.Text), norm the same
+	// normalized (normalizeFolded).
+	folded, norm string
 	// more are the other texts, raw: the value's and the metadata's keys
 	// and strings, the evidence when the writer gave it (not the
 	// conversation a memory was drawn from), then every decoded reading
 	// of these and of the summary. foldedMore are the same folded.
 	more, foldedMore []string
+	// moreNorm are the other texts normalized; heads the clause heads
+	// (clauseHeads) of the summary, then of each other text. They are
+	// made once, for the keyword match of the whole write and for the
+	// classifier's score of each text.
+	moreNorm, heads []string
 	// builtin are the builtin features found, by name.
 	builtin map[string]bool
 }
@@ -97,6 +103,12 @@ func readCandidate(rec *memory.Record, contextSources []string) *candidateText {
 		if textread.LanguageFolded(ct.foldedMore[i]) == textread.Other {
 			ct.set(featureForeign)
 		}
+	}
+	ct.norm = normalizeFolded(ct.folded)
+	ct.heads = append(ct.heads, clauseHeads(ct.folded))
+	for _, f := range ct.foldedMore {
+		ct.moreNorm = append(ct.moreNorm, normalizeFolded(f))
+		ct.heads = append(ct.heads, clauseHeads(f))
 	}
 	return ct
 }
@@ -143,16 +155,11 @@ func (ct *candidateText) set(name string) {
 // scanNorm is the text keyword lists are matched against: the normalized
 // summary, then each other text normalized, a space apart so that no
 // keyword spans two texts.
-func (ct *candidateText) scanNorm(norm string) string {
-	if len(ct.foldedMore) == 0 {
-		return norm
+func (ct *candidateText) scanNorm() string {
+	if len(ct.moreNorm) == 0 {
+		return ct.norm
 	}
-	var b strings.Builder
-	b.WriteString(norm)
-	for _, f := range ct.foldedMore {
-		b.WriteString(normalizeFolded(f))
-	}
-	return b.String()
+	return ct.norm + strings.Join(ct.moreNorm, "")
 }
 
 // clauses is every normalized clause of the summary and the other texts.
@@ -165,17 +172,7 @@ func (ct *candidateText) clauses() []string {
 }
 
 // clauseHeads is clauseHeads of the summary and the other texts.
-func (ct *candidateText) clauseHeads() string {
-	if len(ct.foldedMore) == 0 {
-		return clauseHeads(ct.folded)
-	}
-	var b strings.Builder
-	b.WriteString(clauseHeads(ct.folded))
-	for _, f := range ct.foldedMore {
-		b.WriteString(clauseHeads(f))
-	}
-	return b.String()
-}
+func (ct *candidateText) clauseHeads() string { return strings.Join(ct.heads, "") }
 
 // valueWords renders a structured value as the words a reader sees in it:
 // keys and scalars, entries a sentence apart ({"enabled": true} gives
