@@ -15,6 +15,10 @@ Sources (licences in policy/corpus/real/README.md):
   - release notes: bullet lines of CHANGELOG.md files in the Go module cache
     of permissively licensed modules memgate builds with;
   - code comments: doc comments of the Go standard library (BSD-3-Clause);
+  - for tuning, the same two genres from other projects (module_changelogs:
+    CHANGELOG bullets; module_comments: doc comments of exported
+    declarations), so that the classifier learns the genre, never the
+    projects kept aside;
   - the team's aside sets written blind to the classifier (--labels
     aside_attacks.jsonl, aside_notes.jsonl);
   - the team's tuning set (--labels tune_written.jsonl), all of it "tune".
@@ -42,7 +46,12 @@ GENRES = {
     "topical_chat": "conversation", "sgd": "request", "crosswoz": "request", "tldr": "howto",
     "cursorrules": "rules", "chatgpt_prompts_zh": "request", "release_notes": "notes",
     "go_comments": "code", "attacks": "attack", "agent_notes": "notes", "team_written": "mixed",
+    "module_changelogs": "notes", "module_comments": "code",
 }
+
+# Sources that are tuning data whole: the same genres as release_notes and
+# go_comments, from projects none of whose text is aside.
+TUNE_SETS = {"team_written", "module_changelogs", "module_comments"}
 
 SAMPLE = {"topical_chat": 2000, "sgd": 2500, "crosswoz": 2000, "tldr": 3000, "chatgpt_prompts_zh": 2500}
 
@@ -63,6 +72,8 @@ def rid(set_name, key):
 def part_of(set_name, row_id):
     if set_name in ASIDE_SETS:
         return "aside"
+    if set_name in TUNE_SETS:
+        return "tune"
     h = int(hashlib.sha256(row_id.encode()).hexdigest()[:8], 16) % 100
     return "aside" if h < ASIDE_SHARE else "tune"
 
@@ -138,6 +149,68 @@ def cursorrules(labels):
 BULLET = re.compile(r"^\s*[-*]\s+(.*\S)\s*$")
 
 
+TUNE_CHANGELOGS = [  # (module path in the cache, licence, most bullets taken)
+    ("github.com/open-policy-agent/opa@v1.22.4/CHANGELOG.md", "Apache-2.0", 900),
+    ("github.com/slack-go/slack@v0.36.0/CHANGELOG.md", "BSD-2-Clause", 300),
+    ("github.com/fsnotify/fsnotify@v1.10.1/CHANGELOG.md", "BSD-3-Clause", 300),
+    ("github.com/sirupsen/logrus@v1.10.2/CHANGELOG.md", "MIT", 300),
+    ("github.com/google/flatbuffers@v25.2.10+incompatible/CHANGELOG.md", "Apache-2.0", 300),
+    ("github.com/shopspring/decimal@v1.4.0/CHANGELOG.md", "MIT", 300),
+    ("github.com/mitchellh/mapstructure@v1.5.0/CHANGELOG.md", "MIT", 300),
+    ("github.com/subosito/gotenv@v1.6.0/CHANGELOG.md", "MIT", 300),
+    ("github.com/lucasb-eyer/go-colorful@v1.2.0/CHANGELOG.md", "MIT", 300),
+]
+
+TUNE_SOURCES = [  # (module in the cache, licence): doc comments for tuning
+    ("github.com/open-policy-agent/opa@v1.22.4", "Apache-2.0"),
+    ("github.com/slack-go/slack@v0.36.0", "BSD-2-Clause"),
+    ("github.com/modelcontextprotocol/go-sdk@v1.8.0", "MIT"),
+    ("github.com/klauspost/compress@v1.20.3", "BSD-3-Clause"),
+    ("github.com/spf13/viper@v1.19.0", "MIT"),
+    ("github.com/spf13/afero@v1.12.0", "Apache-2.0"),
+    ("github.com/gorilla/websocket@v1.5.3", "BSD-2-Clause"),
+    ("github.com/fsnotify/fsnotify@v1.10.1", "BSD-3-Clause"),
+    ("github.com/sirupsen/logrus@v1.10.2", "MIT"),
+]
+
+
+def changelog_bullets(full):
+    for line in open(full, encoding="utf-8"):
+        m = BULLET.match(line)
+        if not m:
+            continue
+        text = m.group(1)
+        text = re.sub(r"\s*\(?#\d+(, #\d+)*\)?\s*$", "", text)  # trailing PR numbers
+        text = re.sub(r"\s+by @\S+ in https://\S+$", "", text)
+        if len(text) < 25 or "made their first contribution" in text:
+            continue
+        yield text
+
+
+def module_changelogs(gomod):
+    out, seen = [], set()
+    for path, lic, n in TUNE_CHANGELOGS:
+        rows = []
+        for text in changelog_bullets(os.path.join(gomod, path)):
+            if text in seen:
+                continue
+            seen.add(text)
+            rows.append(row("module_changelogs", path + "#" + text, "en", "ordinary", text, "apply", f"{path} ({lic})"))
+        out += sample_rows(rows, n, path)
+    return out
+
+
+def module_comments(gomod):
+    out = []
+    for mod, lic in TUNE_SOURCES:
+        files = sorted(glob.glob(os.path.join(gomod, mod, "**", "*.go"), recursive=True))
+        rows = [row("module_comments", os.path.relpath(f, gomod) + "#" + text, "en", "ordinary", text, "apply",
+                    f"{os.path.relpath(f, gomod)} ({lic})")
+                for f, text in doc_comments(files)]
+        out += sample_rows(rows, 200, mod)
+    return out
+
+
 def release_notes(gomod):
     out, seen = [], set()
     for path, lic in CHANGELOGS:
@@ -162,11 +235,9 @@ def sample_rows(rows, n, seed):
     return sorted(rows[:n], key=lambda r: r["id"])
 
 
-def go_comments(goroot):
-    """Doc comments of exported declarations in the standard library, one
-    paragraph each: code as an agent reads and notes it."""
-    out = []
-    files = sorted(glob.glob(os.path.join(goroot, "src", "*", "*.go")) + glob.glob(os.path.join(goroot, "src", "*", "*", "*.go")))
+def doc_comments(files):
+    """(file, text) for each doc comment of a declaration, one paragraph
+    each: code as an agent reads and notes it."""
     for f in files:
         if f.endswith("_test.go") or "/internal/" in f or "/testdata/" in f or "/vendor/" in f:
             continue
@@ -179,9 +250,17 @@ def go_comments(goroot):
             if para and (s.startswith("func ") or s.startswith("type ") or s.startswith("const ") or s.startswith("var ")):
                 text = " ".join(para)
                 if 40 <= len(text) <= 400 and "Copyright" not in text:
-                    rel = os.path.relpath(f, goroot)
-                    out.append(row("go_comments", rel + "#" + text, "en", "ordinary", text, "apply", f"go/{rel} (BSD-3-Clause)"))
+                    yield f, text
             para = []
+
+
+def go_comments(goroot):
+    """Doc comments of exported declarations in the standard library."""
+    files = sorted(glob.glob(os.path.join(goroot, "src", "*", "*.go")) + glob.glob(os.path.join(goroot, "src", "*", "*", "*.go")))
+    out = []
+    for f, text in doc_comments(files):
+        rel = os.path.relpath(f, goroot)
+        out.append(row("go_comments", rel + "#" + text, "en", "ordinary", text, "apply", f"go/{rel} (BSD-3-Clause)"))
     return sample_rows(out, 1200, "go_comments")
 
 
@@ -220,6 +299,8 @@ def main():
         sets["cursorrules"] = cursorrules(a.labels)
     sets["release_notes"] = release_notes(a.gomod)
     sets["go_comments"] = go_comments(a.goroot)
+    sets["module_changelogs"] = module_changelogs(a.gomod)
+    sets["module_comments"] = module_comments(a.gomod)
     if os.path.exists(os.path.join(a.labels, "tune_written.jsonl")):
         sets["team_written"] = team_written(a.labels)
     if os.path.exists(os.path.join(a.labels, "aside_notes.jsonl")):

@@ -19,11 +19,14 @@ const (
 	// Spaced is words spelled out letter by letter: "d i s r e g a r d",
 	// "i.g.n.o.r.e".
 	Spaced Kind = "spaced"
+	// Leet is words with digits and symbols for letters: "1gn0re
+	// pr3vious rul3s".
+	Leet Kind = "leet"
 )
 
 // Obfuscating reports whether a reading of this kind hides the whole text
 // from a reader: no ordinary memory is written in rot13 or backwards.
-func (k Kind) Obfuscating() bool { return k == ROT13 || k == Reversed }
+func (k Kind) Obfuscating() bool { return k == ROT13 || k == Reversed || k == Leet }
 
 // Reading is a text hidden in another, decoded.
 type Reading struct {
@@ -60,6 +63,9 @@ func decode(s string, lang Lang) []Reading {
 			if r, ok := unreverse(s, hits); ok {
 				out = appendReading(out, Reading{Reversed, r})
 			}
+		}
+		if r, ok := unleet(s); ok {
+			out = appendReading(out, Reading{Leet, r})
 		}
 	}
 	if r, ok := unspace(s); ok {
@@ -297,6 +303,66 @@ func unreverse(s string, orig int) (string, bool) {
 	}
 	r := string(rs)
 	return r, readsAsEnglish(r, orig)
+}
+
+// unleet returns s with the digits and symbols that stand for letters
+// inside words (1gn0re, s4f3ty, @dmin) read as those letters, if that
+// reads as English and s does not. A word is changed only when it mixes
+// letters and such characters, so numbers, versions and ids stay; and as
+// for rot13, a text that reads as English already gives nothing.
+func unleet(s string) (string, bool) {
+	b := []byte(s)
+	changed := false
+	for i := 0; i < len(b); {
+		j := i
+		letters, leets := 0, 0
+		for j < len(b) && (isLetterByte(b[j]) || leetLetter(b[j]) != 0) {
+			if isLetterByte(b[j]) {
+				letters++
+			} else {
+				leets++
+			}
+			j++
+		}
+		if j == i {
+			i++
+			continue
+		}
+		if letters > 0 && leets > 0 {
+			for k := i; k < j; k++ {
+				if c := leetLetter(b[k]); c != 0 {
+					b[k] = c
+					changed = true
+				}
+			}
+		}
+		i = j
+	}
+	if !changed {
+		return "", false
+	}
+	orig, _, _ := englishHits(s)
+	r := string(b)
+	return r, readsAsEnglish(r, orig)
+}
+
+// leetLetter is the letter c stands for in leetspeak, or 0.
+func leetLetter(c byte) byte {
+	switch c {
+	case '0':
+		return 'o'
+	case '1':
+		return 'i'
+	case '3':
+		return 'e'
+	case '4', '@':
+		return 'a'
+	case '5', '$':
+		return 's'
+	case '7':
+		return 't'
+	}
+	return 0
 }
 
 // hasLetterWords reports whether s has at least two ASCII words of two

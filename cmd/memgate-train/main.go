@@ -51,7 +51,8 @@ func run(ctx context.Context, args []string) error {
 	l2 := fl.Float64("l2", 1e-6, "weight decay per update")
 	folds := fl.Int("folds", 0, "with k > 1, report out-of-fold separation on the tuning rows (k trainings more)")
 	curatedLow := fl.Float64("curated-low-weight", 4, "weight of the curated corpus's low-risk examples: they are written like its high-risk ones, so that the model learns what a text says, not how the corpus writes")
-	sweep := fl.Bool("sweep", false, "with -folds, also decide every tuning row with its fold's model and report, by source, what each gate and confidence threshold would park")
+	sweep := fl.Bool("sweep", false, "with -folds or -by-source, also decide every tuning row with its fold's model and report, by source, what each gate and confidence threshold would park")
+	bySource := fl.Bool("by-source", false, "report as -folds does, but with one fold per real tuning source (the curated corpus always trains): how the classifier does on a kind of text it never saw, which is what the sources kept aside measure")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -81,16 +82,50 @@ func run(ctx context.Context, args []string) error {
 	}
 	slog.Info("trained the text classifier", "examples", len(train), "from", len(examples), "heads", strings.Join(opts.Heads, ","),
 		"buckets", opts.Dims, "out", *out, "bytes", len(m.Marshal()))
-	if *folds > 1 {
-		models, err := report(train, opts, *folds)
+	var fold []int
+	switch {
+	case *bySource:
+		fold = sourceFolds(examples)
+	case *folds > 1:
+		fold = make([]int, len(train))
+		for i := range fold {
+			fold[i] = i % *folds
+		}
+	}
+	if fold != nil {
+		models, err := report(train, opts, fold)
 		if err != nil {
 			return err
 		}
 		if *sweep {
-			return sweepThresholds(ctx, files, examples, models)
+			return sweepThresholds(ctx, files, examples, fold, models)
 		}
 	}
 	return nil
+}
+
+// sourceFolds puts each real tuning source in a fold of its own and the
+// curated corpus in none (-1: always trained on); the result is indexed
+// like ClassifierExamples' output (secrets left out).
+func sourceFolds(examples []policy.Example) []int {
+	var sets []string
+	var fold []int
+	for _, e := range examples {
+		if e.Kind == "secret" {
+			continue
+		}
+		if e.Set == "" {
+			fold = append(fold, -1)
+			continue
+		}
+		i := slices.Index(sets, e.Set)
+		if i < 0 {
+			i = len(sets)
+			sets = append(sets, e.Set)
+		}
+		fold = append(fold, i)
+	}
+	return fold
 }
 
 // weighCuratedLow sets the weight of the curated low-risk examples;
@@ -140,16 +175,18 @@ func tuningExamples(dir string) ([]policy.Example, error) {
 	return out, nil
 }
 
-// report trains k models, each without one fold of the examples, scores
-// that fold, and prints for each head the share of positives and
+// report trains one model per fold, each without the examples of its
+// fold (foldOf[i] is example i's fold, -1 for one always trained on),
+// scores that fold, and prints for each head the share of positives and
 // negatives at or above a few thresholds. It returns the fold models.
-func report(ex []textclass.Example, opts textclass.TrainOptions, k int) ([]*textclass.Model, error) {
+func report(ex []textclass.Example, opts textclass.TrainOptions, foldOf []int) ([]*textclass.Model, error) {
+	k := slices.Max(foldOf) + 1
 	scores := make([][]float32, len(ex))
 	models := make([]*textclass.Model, k)
 	for fold := range k {
 		var train []textclass.Example
 		for i, e := range ex {
-			if i%k != fold {
+			if foldOf[i] != fold {
 				train = append(train, e)
 			}
 		}
@@ -159,7 +196,7 @@ func report(ex []textclass.Example, opts textclass.TrainOptions, k int) ([]*text
 		}
 		models[fold] = m
 		for i, e := range ex {
-			if i%k == fold {
+			if foldOf[i] == fold {
 				scores[i] = make([]float32, len(opts.Heads))
 				m.Score(e.Norm, e.Features, scores[i])
 			}
@@ -171,7 +208,7 @@ func report(ex []textclass.Example, opts textclass.TrainOptions, k int) ([]*text
 		above := make([][2]int, len(thresholds))
 		for i, e := range ex {
 			y := e.Labels[h]
-			if y < 0 {
+			if y < 0 || scores[i] == nil {
 				continue
 			}
 			if y >= 0.5 {
@@ -231,18 +268,17 @@ func (o outcome) decide(gate, confident float32) memory.Action {
 // alone in the default policy (data.json: classifier.alone).
 const decidesAlone = 2
 
-// sweepThresholds decides every tuning row with the model that did not
-// learn from it (the rows are folded as report folded them: the i-th
-// example, in id order, is in fold i%k) and prints, by source, the
-// ordinary rows parked and the high-risk rows caught at each threshold.
-func sweepThresholds(ctx context.Context, files policy.FileSet, examples []policy.Example, models []*textclass.Model) error {
+// sweepThresholds decides every tuning row in a fold with the model that
+// did not learn from it (the rows are folded as report folded them) and
+// prints, by source, the ordinary rows parked and the high-risk rows
+// caught at each threshold.
+func sweepThresholds(ctx context.Context, files policy.FileSet, examples []policy.Example, foldOf []int, models []*textclass.Model) error {
 	var rows []policy.Example
 	for _, e := range examples {
 		if e.Kind != "secret" {
 			rows = append(rows, e)
 		}
 	}
-	k := len(models)
 	var outs []outcome
 	for fold, m := range models {
 		lex, err := compileWith(ctx, files, m, 0, 2)
@@ -254,7 +290,7 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			return err
 		}
 		for i, e := range rows {
-			if i%k != fold {
+			if foldOf[i] != fold {
 				continue
 			}
 			a, scores, err := lex.DecideFreeText(ctx, e)

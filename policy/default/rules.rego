@@ -70,6 +70,11 @@ fired contains "memory_poisoning" if {
 	not same_as_current
 }
 
+fired contains "fetched_code" if {
+	text_runs_fetched_code
+	not same_as_current
+}
+
 fired contains "strategy_in_text" if {
 	text_rule
 	text_risky

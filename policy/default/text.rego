@@ -119,6 +119,12 @@ text_poisoning if input.candidate.text_features["poisoning"]
 # classifier's gate.
 text_injection if input.candidate.text_features["injection"]
 
+# A remote script piped to a shell (curl … | sh, iwr … | iex): whoever
+# wrote it and however it is framed ("setup tip"), a memory that has the
+# agent run fetched code changes what it does to the world (DESIGN §2).
+# The pattern is precise, so it is not left to the classifier's gate.
+text_runs_fetched_code if input.candidate.text_features["code.fetched"]
+
 # A guess (probably, seems, 看起来, 大概…) about a rule or a state.
 text_inference if {
 	input.candidate.text_features["hedge"]
@@ -161,6 +167,8 @@ text_layers contains "policy" if {
 }
 
 text_layers contains "policy" if text_injection
+
+text_layers contains "policy" if text_runs_fetched_code
 
 text_layers contains "policy" if input.candidate.text_features["text.obfuscated"]
 
@@ -251,6 +259,8 @@ lexicon_reads if {
 }
 
 lexicon_reads if text_injection
+
+lexicon_reads if text_runs_fetched_code
 
 lexicon_reads if {
 	input.candidate.text_first.policy_topic
