@@ -87,10 +87,11 @@ func BenchmarkDecision(b *testing.B) {
 	benchmarkDecision(b, openDefault(b))
 }
 
-// BenchmarkDecisionPlain is BenchmarkDecision with every speed-up off
-// (compileConfig.plain): what the speed-ups are worth, in the same run.
+// BenchmarkDecisionPlain is BenchmarkDecision as a plain OPA host would
+// evaluate the policy (plainPolicy): what the sidecar's input building,
+// feature index and scan memo are worth, in the same run.
 func BenchmarkDecisionPlain(b *testing.B) {
-	p, err := compile(context.Background(), DefaultFiles(), compileConfig{plain: true})
+	p, err := compilePlain(context.Background(), DefaultFiles())
 	if err != nil {
 		b.Fatal(err)
 	}

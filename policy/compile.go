@@ -30,16 +30,13 @@ type Compiled struct {
 	files    FileSet
 	features *textFeatures // all the policy declares; nil when none
 	data     dataCache
-	decision preparedQuery
+	decision rego.PreparedEvalQuery
 	// place is prepared when the policy defines a placement document;
 	// without one, free text is placed by the slot fields of a decision.
-	place *preparedQuery
+	place *rego.PreparedEvalQuery
 	// scans shares a candidate's text scan between its placement and its
 	// decision; nil when no query reads text features.
 	scans *scanMemo
-	// plain is set when the policy was compiled with every speed-up off
-	// (compileConfig.plain): queries then take the plain path of plain.go.
-	plain *plainPath
 }
 
 // compileConfig holds compile's switches.
@@ -47,23 +44,10 @@ type compileConfig struct {
 	// runTests runs the policy's Rego tests; the embedded default policy's
 	// tests run in go test, so starting the sidecar skips them.
 	runTests bool
-	// plain compiles the policy with every speed-up off, as the reference
-	// the differential test holds the fast path to: the whole input as
-	// JSON, text features by plain loops, OPA's own store,
-	// caches and result conversion (plain.go).
-	plain bool
-}
-
-// preparedQuery is one query of the policy with the input it reads.
-type preparedQuery struct {
-	rego.PreparedEvalQuery
-	shape    *inputShape   // the parts of the input the query reads
-	features *textFeatures // the text facts it reads; nil when none
-}
-
-func newPreparedQuery(q rego.PreparedEvalQuery, c *ast.Compiler, ref string, features *textFeatures) preparedQuery {
-	shape := queryShape(c, ast.MustParseRef(ref))
-	return preparedQuery{PreparedEvalQuery: q, shape: shape, features: features.forShape(shape.field("candidate"))}
+	// opaStore keeps the policy's data in OPA's own store rather than
+	// dataStore: the differential test's reference evaluation
+	// (plain_test.go) is a plain OPA host's.
+	opaStore bool
 }
 
 var _ memory.Classifier = (*Compiled)(nil)
@@ -108,7 +92,7 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 		}
 	}
 	compiler, store := ast.NewCompiler(), dataStore(data)
-	if cfg.plain {
+	if cfg.opaStore {
 		store = inmem.NewFromObject(data)
 	}
 	opts := []func(*rego.Rego){rego.Query(DecisionQuery), rego.Store(store), rego.Compiler(compiler)}
@@ -119,31 +103,21 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 	if err != nil {
 		return nil, fmt.Errorf("compile policy: %w", err)
 	}
-	var place *preparedQuery
+	var place *rego.PreparedEvalQuery
 	if len(compiler.GetRules(ast.MustParseRef(PlacementQuery))) > 0 {
 		// The compiler already holds the modules: this only plans the query.
 		q, err := rego.New(rego.Query(PlacementQuery), rego.Store(store), rego.Compiler(compiler)).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("compile policy placement: %w", err)
 		}
-		pq := newPreparedQuery(q, compiler, PlacementQuery, features)
-		place = &pq
+		place = &q
 	}
 	root, err := ast.InterfaceToValue(data)
 	if err != nil {
 		return nil, fmt.Errorf("policy data: %w", err)
 	}
 	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root},
-		decision: newPreparedQuery(pq, compiler, DecisionQuery, features), place: place}
-	if cfg.plain {
-		p.plain = newPlainPath(data, features)
-	} else {
-		var placeFeatures *textFeatures
-		if place != nil {
-			placeFeatures = place.features
-		}
-		p.scans = newScanMemo(placeFeatures, p.decision.features)
-	}
+		decision: pq, place: place, scans: newScanMemo(features)}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
 	}

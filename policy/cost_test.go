@@ -169,15 +169,13 @@ func expressionsEvaluated(t testing.TB, p *Compiled, writes [][]benchCall) (plac
 			if c.place {
 				q, k = p.place, 0
 			}
-			input, err := inputScanned(c.in, q.features, p.scans, q.shape)
+			input, err := inputScanned(c.in, p.features, p.scans)
 			if err != nil {
 				t.Fatal(err)
 			}
 			tr := topdown.NewBufferTracer()
-			vc := getVirtualCache()
 			_, err = q.Eval(context.Background(), rego.EvalParsedInput(input), rego.EvalQueryTracer(tr),
-				rego.EvalBaseCache(p.data), rego.EvalVirtualCache(vc))
-			vc.release()
+				rego.EvalBaseCache(p.data))
 			if err != nil {
 				t.Fatal(err)
 			}

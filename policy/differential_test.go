@@ -17,10 +17,11 @@ import (
 )
 
 // speedupPair is one policy compiled twice: as the sidecar runs it, and
-// with every speed-up off (compileConfig.plain).
+// as a plain OPA host would (plainPolicy).
 type speedupPair struct {
-	name        string
-	fast, plain *Compiled
+	name  string
+	fast  *Compiled
+	plain *plainPolicy
 }
 
 // differentialPolicies are the default policy and two operator-style
@@ -45,7 +46,7 @@ var differentialPolicies = sync.OnceValues(func() ([]speedupPair, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
-		plain, err := compile(context.Background(), files, compileConfig{plain: true})
+		plain, err := compilePlain(context.Background(), files)
 		if err != nil {
 			return nil, fmt.Errorf("%s, plain: %w", s.name, err)
 		}
@@ -65,7 +66,7 @@ func speedupPairs(t testing.TB) []speedupPair {
 
 // callOutcome is what a call decides, in full: the decision or placement,
 // or the kind of error (an error's text may differ between the paths).
-func callOutcome(ctx context.Context, p *Compiled, place bool, in *memory.PolicyInput) any {
+func callOutcome(ctx context.Context, p evaluator, place bool, in *memory.PolicyInput) any {
 	type failed struct{ Reason string }
 	if place {
 		pl, err := p.Place(ctx, in)

@@ -22,7 +22,22 @@ var (
 // Classify evaluates the policy for one candidate. Every decision, and the
 // zero decision returned with an error, carries the policy's revision.
 func (p *Compiled) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	d, err := p.decide(ctx, in)
+	return p.classify(ctx, in, p.eval)
+}
+
+// Place evaluates the policy's placement document for a free-text
+// candidate. A policy without one places by the slot fields of its
+// decision, as policies written before placement existed do.
+func (p *Compiled) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
+	return p.placeWith(ctx, in, p.eval)
+}
+
+// evalFunc runs one of the policy's queries on an input: p.eval, or the
+// differential test's plain reference.
+type evalFunc func(ctx context.Context, q *rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error)
+
+func (p *Compiled) classify(ctx context.Context, in *memory.PolicyInput, eval evalFunc) (memory.Decision, error) {
+	d, err := p.decide(ctx, in, eval)
 	if err != nil {
 		d = memory.Decision{}
 	}
@@ -30,29 +45,26 @@ func (p *Compiled) Classify(ctx context.Context, in *memory.PolicyInput) (memory
 	return d, err
 }
 
-func (p *Compiled) decide(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+func (p *Compiled) decide(ctx context.Context, in *memory.PolicyInput, eval evalFunc) (memory.Decision, error) {
 	if in == nil || in.Candidate == nil {
 		return memory.Decision{}, errors.New("policy input has no candidate")
 	}
-	v, err := p.eval(ctx, &p.decision, in)
+	v, err := eval(ctx, &p.decision, in)
 	if err != nil {
 		return memory.Decision{}, err
 	}
 	return decodeDecision(v)
 }
 
-// Place evaluates the policy's placement document for a free-text
-// candidate. A policy without one places by the slot fields of its
-// decision, as policies written before placement existed do.
-func (p *Compiled) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
+func (p *Compiled) placeWith(ctx context.Context, in *memory.PolicyInput, eval evalFunc) (memory.Placement, error) {
 	if p.place == nil {
-		d, err := p.Classify(ctx, in)
+		d, err := p.classify(ctx, in, eval)
 		return memory.Placement{Layer: d.Layer, FactType: d.FactType, SubjectID: d.SubjectID, Value: d.Value}, err
 	}
 	if in == nil || in.Candidate == nil {
 		return memory.Placement{}, errors.New("policy input has no candidate")
 	}
-	v, err := p.eval(ctx, p.place, in)
+	v, err := eval(ctx, p.place, in)
 	if errors.Is(err, ErrUndefined) {
 		return memory.Placement{}, nil // the policy places this text nowhere
 	}
@@ -63,28 +75,21 @@ func (p *Compiled) Place(ctx context.Context, in *memory.PolicyInput) (memory.Pl
 }
 
 // eval runs a prepared query on the input and returns its one result.
-func (p *Compiled) eval(ctx context.Context, q *preparedQuery, in *memory.PolicyInput) (ast.Value, error) {
+func (p *Compiled) eval(ctx context.Context, q *rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("evaluate policy: %w", err)
 	}
-	if p.plain != nil {
-		return p.plain.eval(ctx, q.PreparedEvalQuery, in)
-	}
-	input, err := inputScanned(in, q.features, p.scans, q.shape)
+	input, err := inputScanned(in, p.features, p.scans)
 	if err != nil {
 		return nil, fmt.Errorf("build policy input: %w", err)
 	}
 	// Cancellation follows ctx without the goroutine OPA would start per
-	// query, OPA's own metrics are skipped, and rule values are cached in
-	// a pooled list (virtualCache): all of it matters at 10 µs.
+	// query, and OPA's own metrics are skipped.
 	cancel := topdown.NewCancel()
 	stop := context.AfterFunc(ctx, cancel.Cancel)
 	defer stop()
-	vc := getVirtualCache()
-	defer vc.release()
 	rs, err := q.Eval(ctx, rego.EvalParsedInput(input), rego.EvalGenerateJSON(keepAST),
-		rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()), rego.EvalBaseCache(p.data),
-		rego.EvalVirtualCache(vc))
+		rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()), rego.EvalBaseCache(p.data))
 	if err != nil {
 		return nil, evalError(ctx, err)
 	}

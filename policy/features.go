@@ -78,9 +78,6 @@ type textFeatures struct {
 	// modelHeads its heads' names as terms.
 	model      *textclass.Model
 	modelHeads []*ast.Term
-	// emit marks the features reported in text_features; nil: all. A
-	// query's own copy (see forShape) reports only what it reads.
-	emit []bool
 }
 
 type exceptList struct {
@@ -225,47 +222,6 @@ func parseFeatures(data map[string]any) (*textFeatures, error) {
 	return f, nil
 }
 
-// forShape returns the part of f a query needs, given the shape of the
-// candidate it reads: only the features, ranked lists and captures it
-// refers to are computed and reported (a regex costs more than the rest
-// of the input). Nil when it reads none of the text fields.
-func (f *textFeatures) forShape(cand *inputShape) *textFeatures {
-	if f == nil || !(cand.has(textFeaturesKey) || cand.has(textFirstKey) || cand.has(textCapturesKey) ||
-		(f.model != nil && cand.has(textScoresKey))) {
-		return nil
-	}
-	feats, first, captures := cand.field(textFeaturesKey), cand.field(textFirstKey), cand.field(textCapturesKey)
-	q := *f
-	q.emit = make([]bool, len(f.names))
-	need := make([]bool, len(f.names))
-	for i, name := range f.names {
-		q.emit[i] = feats.has(name)
-		need[i] = q.emit[i]
-	}
-	q.first = nil
-	for _, rl := range f.first {
-		if first.has(string(rl.name.Value.(ast.String))) {
-			q.first = append(q.first, rl)
-			for _, i := range rl.features {
-				need[i] = true
-			}
-		}
-	}
-	q.patterns = nil
-	for _, pf := range f.patterns {
-		if need[pf.id] {
-			q.patterns = append(q.patterns, pf)
-		}
-	}
-	q.captures = nil
-	for _, cs := range f.captures {
-		if captures.has(string(cs.name.Value.(ast.String))) {
-			q.captures = append(q.captures, cs)
-		}
-	}
-	return &q
-}
-
 // compileAll compiles a list of patterns with their prefilters.
 func compileAll(patterns []string) ([]*prefiltered, error) {
 	out := make([]*prefiltered, 0, len(patterns))
@@ -385,13 +341,12 @@ func (f *textFeatures) match(rec *memory.Record) textFacts {
 	return f.facts(f.scanText(rec))
 }
 
-// facts reports what s found as the input's text fields: the features f
-// emits, the first of f's ranked lists and f's captures. s must come from
-// a spec that finds all of these (f itself, or a union with it).
+// facts reports what s, a scan by f, found as the input's text fields:
+// the features, the first of f's ranked lists and f's captures.
 func (f *textFeatures) facts(s *textScan) textFacts {
 	var items [][2]*ast.Term
 	for i, hit := range s.found {
-		if hit && (f.emit == nil || f.emit[i]) {
+		if hit {
 			items = append(items, [2]*ast.Term{f.nameTerms[i], trueTerm})
 		}
 	}

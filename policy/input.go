@@ -21,60 +21,45 @@ const textNormKey = "text_norm"
 // omitzero honoured, nil slices as null), so a replay of the JSON kept in the
 // audit log sees the same document; the only additions are the text fields
 // (text_norm, and text_features, text_first and text_captures on the
-// candidate). Only the fields in shape are built (see inputShape).
-func inputValue(in *memory.PolicyInput, features *textFeatures, shape *inputShape) (ast.Value, error) {
-	return inputScanned(in, features, nil, shape)
+// candidate). Every query gets the whole document: a policy may read any
+// field, and leaving out one it reads would change a fail-closed check
+// silently.
+func inputValue(in *memory.PolicyInput, features *textFeatures) (ast.Value, error) {
+	return inputScanned(in, features, nil)
 }
 
 // inputScanned is inputValue taking the candidate's text scan from scans
 // (nil: scanned here).
-func inputScanned(in *memory.PolicyInput, features *textFeatures, scans *scanMemo, shape *inputShape) (ast.Value, error) {
-	f := newFields(shape, 6)
-	if f.has("op") {
-		f.str("op", string(in.Op))
+func inputScanned(in *memory.PolicyInput, features *textFeatures, scans *scanMemo) (ast.Value, error) {
+	f := newFields(9)
+	f.str("op", string(in.Op))
+	cand, err := candidateValue(in.Candidate, features, scans)
+	if err != nil {
+		return nil, fmt.Errorf("candidate: %w", err)
 	}
-	if f.has("candidate") {
-		cand, err := candidateValue(in.Candidate, features, scans, shape.field("candidate"))
-		if err != nil {
-			return nil, fmt.Errorf("candidate: %w", err)
-		}
-		f.term("candidate", ast.NewTerm(cand))
+	f.term("candidate", ast.NewTerm(cand))
+	cur, err := recordValue(in.Current)
+	if err != nil {
+		return nil, fmt.Errorf("current: %w", err)
 	}
-	if f.has("current") {
-		cur, err := recordValue(in.Current, nil, nil, shape.field("current"))
-		if err != nil {
-			return nil, fmt.Errorf("current: %w", err)
-		}
-		f.term("current", ast.NewTerm(cur))
-	}
-	if f.has("pending") {
-		pending := ast.NullTerm()
-		if in.Pending != nil {
-			terms := make([]*ast.Term, len(in.Pending))
-			elem := shape.field("pending").element()
-			for i, p := range in.Pending {
-				v, err := recordValue(p, nil, nil, elem)
-				if err != nil {
-					return nil, fmt.Errorf("pending[%d]: %w", i, err)
-				}
-				terms[i] = ast.NewTerm(v)
+	f.term("current", ast.NewTerm(cur))
+	pending := ast.NullTerm()
+	if in.Pending != nil {
+		terms := make([]*ast.Term, len(in.Pending))
+		for i, p := range in.Pending {
+			v, err := recordValue(p)
+			if err != nil {
+				return nil, fmt.Errorf("pending[%d]: %w", i, err)
 			}
-			pending = ast.ArrayTerm(terms...)
+			terms[i] = ast.NewTerm(v)
 		}
-		f.term("pending", pending)
+		pending = ast.ArrayTerm(terms...)
 	}
-	if f.has("actor") {
-		f.term("actor", ast.NewTerm(actorValue(in.Actor)))
-	}
-	if f.has("dialect") {
-		f.str("dialect", in.Dialect)
-	}
-	if f.has("secrets") {
-		f.term("secrets", secretsTerm(in.Secrets))
-	}
-	if f.has("judge") {
-		f.term("judge", verdictTerm(in.Judge))
-	}
+	f.term("pending", pending)
+	f.term("actor", ast.NewTerm(actorValue(in.Actor)))
+	f.str("dialect", in.Dialect)
+	f.term("secrets", secretsTerm(in.Secrets))
+	f.term("judge", verdictTerm(in.Judge))
 	return f.object(), nil
 }
 
@@ -99,7 +84,7 @@ func verdictTerm(v *memory.Verdict) *ast.Term {
 	if v == nil {
 		return ast.NullTerm()
 	}
-	f := newFields(fullShape, 4)
+	f := newFields(4)
 	f.str("label", v.Label)
 	f.str("risk", string(v.Risk))
 	f.strOmit("reason", v.Reason)
@@ -107,20 +92,14 @@ func verdictTerm(v *memory.Verdict) *ast.Term {
 	return ast.NewTerm(f.object())
 }
 
-// fields accumulates an object's key/value pairs, leaving out the ones its
-// shape does not have.
+// fields accumulates an object's key/value pairs.
 type fields struct {
 	items []([2]*ast.Term)
-	shape *inputShape
 }
 
-func newFields(shape *inputShape, n int) *fields {
-	return &fields{items: make([]([2]*ast.Term), 0, n), shape: shape}
+func newFields(n int) *fields {
+	return &fields{items: make([]([2]*ast.Term), 0, n)}
 }
-
-// has reports whether k is wanted; callers test it before computing a
-// costly value.
-func (f *fields) has(k string) bool { return f.shape.has(k) }
 
 // keyTerms holds one term per field name of the input, built once and never
 // modified, so every input shares them instead of allocating its own.
@@ -183,15 +162,11 @@ func keyTerm(k string) *ast.Term {
 }
 
 func (f *fields) str(k, v string) {
-	if f.has(k) {
-		f.items = append(f.items, item(k, stringTerm(v)))
-	}
+	f.items = append(f.items, item(k, stringTerm(v)))
 }
 
 func (f *fields) term(k string, v *ast.Term) {
-	if f.has(k) {
-		f.items = append(f.items, item(k, v))
-	}
+	f.items = append(f.items, item(k, v))
 }
 
 // strOmit adds k unless v is empty (omitempty).
@@ -210,9 +185,7 @@ func (f *fields) objectOmit(k string, o ast.Object) {
 }
 
 func (f *fields) time(k string, t time.Time) {
-	if f.has(k) {
-		f.str(k, t.Format(time.RFC3339Nano))
-	}
+	f.str(k, t.Format(time.RFC3339Nano))
 }
 
 // timeOmit adds k unless t is zero (omitzero).
@@ -226,20 +199,20 @@ func (f *fields) object() ast.Object { return ast.NewObject(f.items...) }
 
 // candidateValue encodes the candidate: recordValue, with its text facts
 // (its scan taken from scans) and the texts they were found in.
-func candidateValue(r *memory.Record, features *textFeatures, scans *scanMemo, shape *inputShape) (ast.Value, error) {
-	return recordFields(r, features, scans, shape, true)
+func candidateValue(r *memory.Record, features *textFeatures, scans *scanMemo) (ast.Value, error) {
+	return recordFields(r, features, scans, true)
 }
 
-// recordValue encodes a record, only the fields in shape.
-func recordValue(r *memory.Record, features *textFeatures, scans *scanMemo, shape *inputShape) (ast.Value, error) {
-	return recordFields(r, features, scans, shape, false)
+// recordValue encodes a record of the slot (current, pending).
+func recordValue(r *memory.Record) (ast.Value, error) {
+	return recordFields(r, nil, nil, false)
 }
 
-func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, shape *inputShape, cand bool) (ast.Value, error) {
+func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, cand bool) (ast.Value, error) {
 	if r == nil {
 		return ast.Null{}, nil
 	}
-	f := newFields(shape, 20)
+	f := newFields(32)
 	f.str("id", r.ID)
 	f.str("slotId", r.SlotID)
 	f.strOmit("op", string(r.Op))
@@ -249,7 +222,7 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, sha
 	f.str("subjectId", r.SubjectID)
 	f.strOmit("factType", r.FactType)
 	f.str("summary", r.Summary)
-	if len(r.Value) > 0 && f.has("value") {
+	if len(r.Value) > 0 {
 		v, err := rawJSONValue(r.Value)
 		if err != nil {
 			return nil, fmt.Errorf("value: %w", err)
@@ -257,42 +230,36 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, sha
 		f.term("value", ast.NewTerm(v))
 	}
 	f.strOmit("riskLevel", string(r.RiskLevel))
-	if len(r.Categories) > 0 && f.has("categories") {
+	if len(r.Categories) > 0 {
 		f.term("categories", stringsTerm(r.Categories))
 	}
 	f.str("status", string(r.Status))
 	f.str("candidateSource", string(r.CandidateSource))
-	if f.has("actor") {
-		f.term("actor", ast.NewTerm(actorValue(r.Actor)))
-	}
-	if f.has("scope") {
-		f.objectOmit("scope", scopeValue(r.Scope))
-	}
-	if len(r.Metadata) > 0 && f.has("metadata") {
+	f.term("actor", ast.NewTerm(actorValue(r.Actor)))
+	f.objectOmit("scope", scopeValue(r.Scope))
+	if len(r.Metadata) > 0 {
 		v, err := ast.InterfaceToValue(r.Metadata)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: %w", err)
 		}
 		f.term("metadata", ast.NewTerm(v))
 	}
-	if f.has("evidence") {
-		f.objectOmit("evidence", evidenceValue(r.Evidence))
-	}
-	if len(r.Affects) > 0 && f.has("affects") {
+	f.objectOmit("evidence", evidenceValue(r.Evidence))
+	if len(r.Affects) > 0 {
 		f.term("affects", stringsTerm(r.Affects))
 	}
 	f.strOmit("supersedes", r.Supersedes)
 	f.strOmit("supersededBy", r.SupersededBy)
 	f.strOmit("rollbackPoint", r.RollbackPoint)
 	f.strOmit("expectedHead", r.ExpectedHead)
-	if r.Decision != nil && f.has("decision") {
+	if r.Decision != nil {
 		v, err := decisionValue(r.Decision)
 		if err != nil {
 			return nil, fmt.Errorf("decision: %w", err)
 		}
 		f.term("decision", ast.NewTerm(v))
 	}
-	if r.Review != nil && f.has("review") {
+	if r.Review != nil {
 		f.term("review", ast.NewTerm(reviewValue(r.Review)))
 	}
 	f.strOmit("rollbackReason", r.RollbackReason)
@@ -304,50 +271,38 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, sha
 	// The scan normalizes the summary too; a record without features to
 	// report (current, pending) is normalized on its own.
 	var scan *textScan
-	if features != nil && (f.has(textFeaturesKey) || f.has(textFirstKey) || f.has(textCapturesKey) || f.has(textScoresKey)) {
+	if features != nil {
 		scan = scans.get(r, features)
+		f.str(textNormKey, scan.norm)
+	} else {
+		f.str(textNormKey, normalizeText(r.Summary))
 	}
-	if f.has(textNormKey) {
-		if scan != nil {
-			f.str(textNormKey, scan.norm)
-		} else {
-			f.str(textNormKey, normalizeText(r.Summary))
-		}
+	if !cand {
+		f.term(textClausesKey, stringsTerm(clauses(r.Summary)))
+		return f.object(), nil
 	}
-	// The candidate's texts, for the policy's reference definitions: only
-	// tests read them.
+	// The candidate's texts, for the policy's reference definitions
+	// (features.rego): only tests read them.
 	var ct *candidateText
-	if cand && (f.has(textClausesKey) || f.has(textScanKey) || f.has(textMoreKey) || f.has(textReadKey)) {
-		if scan != nil {
-			ct = scan.texts
-		} else {
-			ct = readCandidate(r, features.contextSourceList())
+	if scan != nil {
+		ct = scan.texts
+	} else {
+		ct = readCandidate(r, features.contextSourceList())
+	}
+	f.term(textClausesKey, stringsTerm(ct.clauses()))
+	if scan != nil {
+		f.str(textScanKey, scan.scanNorm)
+	} else {
+		f.str(textScanKey, ct.scanNorm())
+	}
+	f.term(textMoreKey, stringsTerm(ct.more))
+	var read [][2]*ast.Term
+	for _, name := range builtinFeatures {
+		if ct.builtin[name] {
+			read = append(read, item(name, trueTerm))
 		}
 	}
-	if f.has(textClausesKey) {
-		if ct != nil {
-			f.term(textClausesKey, stringsTerm(ct.clauses()))
-		} else {
-			f.term(textClausesKey, stringsTerm(clauses(r.Summary)))
-		}
-	}
-	if ct != nil {
-		if f.has(textScanKey) {
-			if scan != nil {
-				f.str(textScanKey, scan.scanNorm)
-			} else {
-				f.str(textScanKey, ct.scanNorm())
-			}
-		}
-		f.term(textMoreKey, stringsTerm(ct.more))
-		var read [][2]*ast.Term
-		for _, name := range builtinFeatures {
-			if ct.builtin[name] {
-				read = append(read, item(name, trueTerm))
-			}
-		}
-		f.term(textReadKey, ast.NewTerm(objectOf(read)))
-	}
+	f.term(textReadKey, ast.NewTerm(objectOf(read)))
 	if scan != nil && scan.scores != nil {
 		f.term(textScoresKey, features.scoresTerm(scan.scores))
 	}
@@ -361,7 +316,7 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, sha
 }
 
 func actorValue(a memory.Actor) ast.Object {
-	f := newFields(fullShape, 7)
+	f := newFields(7)
 	f.strOmit("agentId", a.AgentID)
 	f.strOmit("userId", a.UserID)
 	f.strOmit("runId", a.RunID)
@@ -373,7 +328,7 @@ func actorValue(a memory.Actor) ast.Object {
 }
 
 func scopeValue(s memory.Scope) ast.Object {
-	f := newFields(fullShape, 4)
+	f := newFields(4)
 	f.strOmit("userId", s.UserID)
 	f.strOmit("agentId", s.AgentID)
 	f.strOmit("appId", s.AppID)
@@ -382,14 +337,14 @@ func scopeValue(s memory.Scope) ast.Object {
 }
 
 func evidenceValue(e memory.Evidence) ast.Object {
-	f := newFields(fullShape, 2)
+	f := newFields(2)
 	f.strOmit("excerpt", e.Excerpt)
 	f.strOmit("sourceRef", e.SourceRef)
 	return f.object()
 }
 
 func decisionValue(d *memory.Decision) (ast.Object, error) {
-	f := newFields(fullShape, 11)
+	f := newFields(11)
 	f.str("risk", string(d.Risk))
 	f.term("categories", nullableStrings(d.Categories))
 	f.str("action", string(d.Action))
@@ -422,7 +377,7 @@ func decisionValue(d *memory.Decision) (ast.Object, error) {
 }
 
 func reviewValue(r *memory.Review) ast.Object {
-	f := newFields(fullShape, 6)
+	f := newFields(6)
 	f.str("outcome", r.Outcome)
 	f.str("by", r.By)
 	f.strOmit("route", r.Route)

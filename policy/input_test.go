@@ -67,7 +67,7 @@ func TestInputMatchesJSON(t *testing.T) {
 		"no current": {Op: memory.OpDelete, Candidate: &memory.Record{ID: "x"}, Pending: nil},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, err := inputValue(in, nil, fullShape)
+			got, err := inputValue(in, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestFeaturesMatchRego(t *testing.T) {
 			ast.Item(ast.StringTerm("features"), ast.NewTerm(facts.features)),
 			ast.Item(ast.StringTerm("first"), ast.NewTerm(facts.first)),
 			ast.Item(ast.StringTerm("captures"), ast.NewTerm(facts.captures)))
-		in, err := inputValue(&memory.PolicyInput{Op: memory.OpWrite, Candidate: rec}, nil, fullShape)
+		in, err := inputValue(&memory.PolicyInput{Op: memory.OpWrite, Candidate: rec}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func TestFeaturesMatchRego(t *testing.T) {
 		if goFacts.Compare(regoFacts) != 0 {
 			t.Errorf("%q:\n Go   %v\n Rego %v", rec.Summary, goFacts, regoFacts)
 		}
-		// The plain path's loops (compileConfig.plain) are held to the
+		// The plain reference's loops (plainPolicy) are held to the
 		// definitions too.
 		doc, err := plain.input(&memory.PolicyInput{Op: memory.OpWrite, Candidate: rec})
 		if err != nil {

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"slices"
 	"sync"
 
 	"github.com/memgate/memgate/memory"
@@ -97,11 +96,9 @@ const scanMemoSize = 64
 // features are matched against), so a placement that filled in a value is
 // scanned afresh. It remembers the last scanMemoSize texts, oldest out first.
 type scanMemo struct {
-	// spec finds what every query of the revision reads: a query whose
-	// features are not one of owners (a test's hand-built query) scans
-	// on its own.
-	spec   *textFeatures
-	owners []*textFeatures
+	// spec is the policy's features: a scan by other features (a test's
+	// hand-built spec) is not remembered.
+	spec *textFeatures
 
 	mu     sync.Mutex
 	recent map[scanKey]*textScan
@@ -111,26 +108,18 @@ type scanMemo struct {
 
 type scanKey struct{ summary, excerpt, sourceRef, value, metadata string }
 
-// newScanMemo returns a memo for the queries whose features are given
-// (nil ones read no text); nil when none reads any.
-func newScanMemo(queries ...*textFeatures) *scanMemo {
-	m := &scanMemo{recent: make(map[scanKey]*textScan, scanMemoSize)}
-	for _, q := range queries {
-		if q == nil {
-			continue
-		}
-		m.owners = append(m.owners, q)
-		m.spec = m.spec.union(q)
-	}
-	if m.spec == nil {
+// newScanMemo returns a memo for a policy's features; nil when it has
+// none.
+func newScanMemo(spec *textFeatures) *scanMemo {
+	if spec == nil {
 		return nil
 	}
-	return m
+	return &scanMemo{spec: spec, recent: make(map[scanKey]*textScan, scanMemoSize)}
 }
 
-// get returns the scan of rec's text for a query whose features are want.
+// get returns the scan of rec's text by the features want.
 func (m *scanMemo) get(rec *memory.Record, want *textFeatures) *textScan {
-	if m == nil || !slices.Contains(m.owners, want) {
+	if m == nil || want != m.spec {
 		return want.scanText(rec)
 	}
 	k := scanKey{rec.Summary, rec.Evidence.Excerpt, rec.Evidence.SourceRef, string(rec.Value), mapWords(rec.Metadata)}
@@ -163,37 +152,4 @@ func (m *scanMemo) forget() {
 	clear(m.recent)
 	m.order = [scanMemoSize]scanKey{}
 	m.next = 0
-}
-
-// union is a spec that finds what f and g find: f and g are queries'
-// parts of one policy's features (forShape), so feature ids agree. Nil
-// when both are.
-func (f *textFeatures) union(g *textFeatures) *textFeatures {
-	switch {
-	case f == nil:
-		return g
-	case g == nil:
-		return f
-	}
-	u := *f
-	u.emit = nil
-	u.patterns = slices.Clone(f.patterns)
-	for _, pf := range g.patterns {
-		if !slices.ContainsFunc(u.patterns, func(x patternFeature) bool { return x.id == pf.id }) {
-			u.patterns = append(u.patterns, pf)
-		}
-	}
-	u.first = slices.Clone(f.first)
-	for _, rl := range g.first {
-		if !slices.ContainsFunc(u.first, func(x rankedList) bool { return x.name.Equal(rl.name) }) {
-			u.first = append(u.first, rl)
-		}
-	}
-	u.captures = slices.Clone(f.captures)
-	for _, cs := range g.captures {
-		if !slices.ContainsFunc(u.captures, func(x captureSpec) bool { return x.name.Equal(cs.name) }) {
-			u.captures = append(u.captures, cs)
-		}
-	}
-	return &u
 }

@@ -9,9 +9,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// TestScanMemoFacts proves a query reads from a shared scan exactly the
-// facts it would find scanning on its own, whichever query scanned first:
-// the memo's spec finds everything either query reads.
+// TestScanMemoFacts proves a query reads from a remembered scan exactly
+// the facts it would find scanning on its own, the first time and again.
 func TestScanMemoFacts(t *testing.T) {
 	p := compileDefault(t)
 	if p.scans == nil || p.place == nil {
@@ -34,18 +33,15 @@ func TestScanMemoFacts(t *testing.T) {
 			recs = append(recs, &memory.Record{Summary: text})
 		}
 	}
-	queries := []*textFeatures{p.place.features, p.decision.features}
-	for _, first := range []int{0, 1} { // placement scans first, then the decision
-		for _, rec := range recs {
-			p.scans.forget()
-			for k := range queries {
-				q := queries[(first+k)%len(queries)]
-				got := q.facts(p.scans.get(rec, q))
-				want := q.match(rec)
-				for _, pair := range [][2]ast.Object{{got.features, want.features}, {got.first, want.first}, {got.captures, want.captures}} {
-					if pair[0].Compare(pair[1]) != 0 {
-						t.Errorf("%q, query %d after query %d: shared scan gives %v, own scan %v", rec.Summary, (first+k)%2, first, pair[0], pair[1])
-					}
+	q := p.features
+	for _, rec := range recs {
+		p.scans.forget()
+		for _, when := range []string{"scanned", "remembered"} { // the placement scans, the decision finds it
+			got := q.facts(p.scans.get(rec, q))
+			want := q.match(rec)
+			for _, pair := range [][2]ast.Object{{got.features, want.features}, {got.first, want.first}, {got.captures, want.captures}} {
+				if pair[0].Compare(pair[1]) != 0 {
+					t.Errorf("%q, %s: the memo gives %v, an own scan %v", rec.Summary, when, pair[0], pair[1])
 				}
 			}
 		}
@@ -53,33 +49,34 @@ func TestScanMemoFacts(t *testing.T) {
 }
 
 // TestScanMemoSharing checks which records share a scan: the same three
-// texts do; a different summary, excerpt or value, or a query the memo was
-// not made for, do not.
+// texts do; a different summary, excerpt or value, or features the memo
+// was not made for, do not.
 func TestScanMemoSharing(t *testing.T) {
 	p := compileDefault(t)
+	other := *p.features
 	base := memory.Record{ID: "a", Summary: "Ask finance before refunding", Evidence: memory.Evidence{Excerpt: "chat"}}
 	tests := []struct {
 		name   string
 		change func(r *memory.Record)
-		want   *textFeatures // the features the second lookup asks for; nil: the decision's
+		want   *textFeatures // the features the second lookup asks for; nil: the policy's
 		shared bool
 	}{
 		{"same texts, other fields", func(r *memory.Record) { r.ID, r.Layer, r.FactType = "b", memory.LayerPolicy, "refunds" }, nil, true},
 		{"other summary", func(r *memory.Record) { r.Summary += "." }, nil, false},
 		{"other excerpt", func(r *memory.Record) { r.Evidence.Excerpt = "mail" }, nil, false},
 		{"a value placed", func(r *memory.Record) { r.Value = json.RawMessage(`{"enabled":false}`) }, nil, false},
-		{"not one of its queries", func(*memory.Record) {}, p.features, false},
+		{"other features", func(*memory.Record) {}, &other, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p.scans.forget()
 			first := base
-			s1 := p.scans.get(&first, p.place.features)
+			s1 := p.scans.get(&first, p.features)
 			second := base
 			tt.change(&second)
 			want := tt.want
 			if want == nil {
-				want = p.decision.features
+				want = p.features
 			}
 			if s2 := p.scans.get(&second, want); (s1 == s2) != tt.shared {
 				t.Errorf("shared = %v, want %v", s1 == s2, tt.shared)
@@ -93,7 +90,7 @@ func TestScanMemoSharing(t *testing.T) {
 func TestScanMemoBounded(t *testing.T) {
 	p := compileDefault(t)
 	p.scans.forget()
-	q := p.decision.features
+	q := p.features
 	rec := func(i int) *memory.Record { return &memory.Record{Summary: fmt.Sprintf("note %d", i)} }
 	first := p.scans.get(rec(0), q)
 	for i := 1; i < scanMemoSize; i++ {

@@ -14,14 +14,40 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 )
 
-// plainPath evaluates a policy the way a plain OPA host would, with none
-// of the sidecar's speed-ups: the whole input as encoding/json writes it,
-// handed to OPA as a Go value; the text facts computed by the plain loops
-// of features.rego's definitions (plainFacts), without the keyword index,
-// the regexp prefilters or the per-query selection; OPA's own store,
-// virtual cache, cancellation, metrics and result conversion. It is the
-// reference the differential test holds the fast path to, decision for
+// plainPolicy is a policy evaluated the way a plain OPA host would, with
+// none of the sidecar's speed-ups: the whole input as encoding/json writes
+// it, handed to OPA as a Go value; the text facts computed by the plain
+// loops of features.rego's definitions (plainFacts), without the keyword
+// index, the regexp prefilters or the scan memo; OPA's own store, base
+// cache, cancellation, metrics and result conversion. It is the reference
+// the differential test holds the sidecar's path to, decision for
 // decision; a Go test holds plainFacts to the Rego definitions.
+type plainPolicy struct {
+	p  *Compiled // compiled with OPA's own store: its queries and revision
+	pp *plainPath
+}
+
+func compilePlain(ctx context.Context, files FileSet) (*plainPolicy, error) {
+	p, err := compile(ctx, files, compileConfig{opaStore: true})
+	if err != nil {
+		return nil, err
+	}
+	_, _, data, err := parsePolicy(files)
+	if err != nil {
+		return nil, err
+	}
+	return &plainPolicy{p: p, pp: newPlainPath(data, p.features)}, nil
+}
+
+func (pl *plainPolicy) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	return pl.p.classify(ctx, in, pl.pp.eval)
+}
+
+func (pl *plainPolicy) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
+	return pl.p.placeWith(ctx, in, pl.pp.eval)
+}
+
+// plainPath builds plainPolicy's input and evaluates its queries.
 type plainPath struct {
 	// spec is data.memgate_config.features as parsed JSON; nil when the
 	// policy declares no features.
@@ -38,7 +64,7 @@ func newPlainPath(data map[string]any, features *textFeatures) *plainPath {
 	return &plainPath{spec: spec, features: features}
 }
 
-func (pp *plainPath) eval(ctx context.Context, q rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error) {
+func (pp *plainPath) eval(ctx context.Context, q *rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error) {
 	doc, err := pp.input(in)
 	if err != nil {
 		return nil, fmt.Errorf("build policy input: %w", err)
