@@ -24,17 +24,24 @@ const (
 )
 
 // Error is a domain error with a machine-readable code and a message that is
-// safe to show to the caller.
+// safe to show to the caller. Err, when set, is the cause: errors.Is and
+// errors.As see it (a context deadline behind an EUNAVAILABLE, say).
 type Error struct {
 	Code    string
 	Message string
+	Err     error
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("memgate %s: %s", e.Code, e.Message) }
 
-// Errorf returns an *Error with the given code and a formatted message.
+// Unwrap returns the cause, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error with the given code and a formatted message; a
+// %w verb wraps its operand as the cause, as fmt.Errorf does.
 func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+	err := fmt.Errorf(format, args...)
+	return &Error{Code: code, Message: err.Error(), Err: errors.Unwrap(err)}
 }
 
 // ErrorCode returns the code of err, or EINTERNAL for errors that are not
