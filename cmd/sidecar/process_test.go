@@ -63,6 +63,16 @@ func startSidecar(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	return &proc{Process: p, t: t}
 }
 
+// waitLog returns the process's logs once they hold substr, or after
+// timeout whatever they hold.
+func (p *proc) waitLog(substr string, timeout time.Duration) string {
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(p.Logs(), substr) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return p.Logs()
+}
+
 // do sends a JSON request and decodes the JSON answer; it returns the status.
 func (p *proc) do(method, url string, body any, out any) int {
 	p.t.Helper()
@@ -192,8 +202,10 @@ func TestMem0AddSurvivesSIGKILLUnderGroupCommit(t *testing.T) {
 	}
 	dataDir := t.TempDir()
 	p := startSidecar(t, dataDir)
-	if !strings.Contains(p.Logs(), "durability=group-commit") {
-		t.Fatalf("the binary does not run group commit by default:\n%s", p.Logs())
+	// The startup line is written as /readyz turns 200 and reaches the
+	// log buffer through a pipe: wait for it rather than race it.
+	if logs := p.waitLog("memgate ready", 10*time.Second); !strings.Contains(logs, "durability=group-commit") {
+		t.Fatalf("the binary does not run group commit by default:\n%s", logs)
 	}
 
 	type added struct{ event, memory string }
