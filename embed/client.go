@@ -1,7 +1,6 @@
 package embed
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,15 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/memgate/memgate/llmapi"
 )
 
 // Client defaults and bounds.
@@ -115,33 +112,11 @@ type Client struct {
 
 // NewClient checks o and returns a client. It sends nothing.
 func NewClient(o ClientOptions) (*Client, error) {
-	raw := strings.TrimSpace(o.URL)
-	if raw == "" {
-		return nil, errors.New("embed: a URL is required")
-	}
-	u, err := url.Parse(raw)
+	ep, err := llmapi.ParseEndpoint(o.URL, "/embeddings", "MEMGATE_EMBED_API_KEY")
 	if err != nil {
-		return nil, errors.New("embed: the URL does not parse") // the parse error would repeat the URL, credentials and all
+		return nil, fmt.Errorf("embed: %w", err)
 	}
-	if u.User != nil {
-		return nil, errors.New("embed: the URL must not carry credentials; set MEMGATE_EMBED_API_KEY instead")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("embed: URL %q must start with http:// or https://", raw)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("embed: URL %q has no host", raw)
-	}
-	u.Fragment, u.RawFragment = "", ""
-	if p := strings.TrimRight(u.Path, "/"); !strings.HasSuffix(p, "/embeddings") {
-		u.Path = p + "/embeddings"
-	} else {
-		u.Path = p
-	}
-	u.RawPath = ""
-	display := *u
-	display.RawQuery, display.ForceQuery = "", false
-	c := &Client{url: u.String(), display: display.String(), model: strings.TrimSpace(o.Model), apiKey: o.APIKey,
+	c := &Client{url: ep.URL, display: ep.Display, model: strings.TrimSpace(o.Model), apiKey: o.APIKey,
 		batch: o.BatchSize, timeout: o.Timeout, tries: o.Tries, retryInitial: o.RetryInitial, retryMax: o.RetryMax,
 		maxBytes: o.MaxResponseBytes, http: o.HTTPClient, log: o.Logger, met: o.Metrics}
 	if c.model == "" {
@@ -234,16 +209,8 @@ func retryable(err error) bool {
 	if errors.As(err, &se) {
 		return se.Temporary()
 	}
-	var te *transportError // refused, reset, timed out
-	return errors.As(err, &te) || isTimeout(err) || errors.Is(err, io.ErrUnexpectedEOF)
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	var te *llmapi.TransportError // refused, reset, timed out
+	return errors.As(err, &te) || llmapi.IsTimeout(err) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 type request struct {
@@ -267,7 +234,7 @@ func (c *Client) request(ctx context.Context, texts []string) ([][]float32, erro
 	outcome := OutcomeOK
 	if err != nil {
 		outcome = OutcomeError
-		if isTimeout(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if llmapi.IsTimeout(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			outcome = OutcomeTimeout
 		}
 	}
@@ -284,29 +251,19 @@ func (c *Client) roundTrip(ctx context.Context, texts []string) ([][]float32, er
 	if err != nil {
 		return nil, fmt.Errorf("embed: encode the request: %w", err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("embed: %w", err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	if c.apiKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.apiKey)
-	}
-	resp, err := c.http.Do(hr)
-	if err != nil {
-		return nil, fmt.Errorf("embed: ask %s: %w", c.display, unwrapURLError(err))
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("embed: read the answer of %s: %w", c.display, err)
-	}
-	if int64(len(raw)) > c.maxBytes {
+	raw, err := llmapi.PostJSON(ctx, c.http, c.url, c.apiKey, body, c.maxBytes)
+	var te *llmapi.TransportError
+	var se *llmapi.StatusError
+	switch {
+	case err == nil:
+	case errors.As(err, &te):
+		return nil, fmt.Errorf("embed: ask %s: %w", c.display, err)
+	case errors.Is(err, llmapi.ErrTooLarge):
 		return nil, fmt.Errorf("embed: %s answered more than %d bytes", c.display, c.maxBytes)
-	}
-	if resp.StatusCode/100 != 2 {
-		return nil, &StatusError{Endpoint: c.display, Code: resp.StatusCode, Message: serverMessage(raw)}
+	case errors.As(err, &se):
+		return nil, &StatusError{Endpoint: c.display, Code: se.Code, Message: llmapi.ServerMessage(se.Body)}
+	default:
+		return nil, fmt.Errorf("embed: read the answer of %s: %w", c.display, err)
 	}
 	var r response
 	if err := json.Unmarshal(raw, &r); err != nil {
@@ -379,58 +336,5 @@ func unit(v []float64) ([]float32, error) {
 	return out, nil
 }
 
-// serverMessage extracts the error message of an error answer: OpenAI's
-// {"error": {"message"}}, Ollama's and llama.cpp's {"error": "..."}, or the
-// first line of a text body; cut to 300 bytes.
-func serverMessage(raw []byte) string {
-	var withObject struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	var withString struct {
-		Error string `json:"error"`
-	}
-	msg := ""
-	switch {
-	case json.Unmarshal(raw, &withObject) == nil && withObject.Error.Message != "":
-		msg = withObject.Error.Message
-	case json.Unmarshal(raw, &withString) == nil && withString.Error != "":
-		msg = withString.Error
-	case !bytes.HasPrefix(bytes.TrimSpace(raw), []byte("{")):
-		msg, _, _ = strings.Cut(strings.TrimSpace(string(raw)), "\n")
-	}
-	msg = strings.Join(strings.Fields(msg), " ")
-	if len(msg) > 300 {
-		msg = cutUTF8(msg, 300) + "…"
-	}
-	return msg
-}
-
-// unwrapURLError drops *url.Error's "Post <url>:" prefix: the URL may carry
-// a query the logs should not repeat, and the caller names the endpoint.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return &transportError{ue.Err}
-	}
-	return err
-}
-
-// transportError marks an error of the transport (retryable) once its
-// *url.Error wrapper is gone.
-type transportError struct{ err error }
-
-func (e *transportError) Error() string { return e.err.Error() }
-func (e *transportError) Unwrap() error { return e.err }
-
 // cutUTF8 returns s cut to at most n bytes on a rune boundary.
-func cutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func cutUTF8(s string, n int) string { return llmapi.CutUTF8(s, n) }

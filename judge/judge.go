@@ -21,16 +21,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
-	"github.com/memgate/memgate/chat"
+	"github.com/memgate/memgate/llmapi"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -128,28 +126,11 @@ var _ memory.Judge = (*Client)(nil)
 
 // New returns a judge for an OpenAI-compatible endpoint.
 func New(o Options) (*Client, error) {
-	raw := strings.TrimSpace(o.URL)
-	if raw == "" {
-		return nil, errors.New("judge: a URL is required")
-	}
-	u, err := url.Parse(raw)
+	ep, err := llmapi.ParseEndpoint(o.URL, "/chat/completions", "MEMGATE_JUDGE_API_KEY")
 	if err != nil {
-		return nil, errors.New("judge: the URL does not parse") // the parse error would repeat the URL, credentials and all
+		return nil, fmt.Errorf("judge: %w", err)
 	}
-	if u.User != nil {
-		return nil, errors.New("judge: the URL must not carry credentials; set MEMGATE_JUDGE_API_KEY instead")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("judge: URL %q must start with http:// or https://", raw)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("judge: URL %q has no host", raw)
-	}
-	u.Fragment, u.RawFragment = "", ""
-	u.Path, u.RawPath = chat.CompletionsURL(u.Path), ""
-	display := *u
-	display.RawQuery, display.ForceQuery = "", false
-	c := &Client{url: u.String(), display: display.String(), model: strings.TrimSpace(o.Model), apiKey: o.APIKey,
+	c := &Client{url: ep.URL, display: ep.Display, model: strings.TrimSpace(o.Model), apiKey: o.APIKey,
 		timeout: o.Timeout, client: o.HTTPClient, log: o.Logger, onResult: o.OnResult}
 	if c.model == "" {
 		c.model = DefaultModel
@@ -211,7 +192,7 @@ func (c *Client) Judge(ctx context.Context, rec *memory.Record) (*memory.Verdict
 	outcome := OutcomeOK
 	if err != nil {
 		outcome = OutcomeError
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) || isTimeout(err) {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) || llmapi.IsTimeout(err) {
 			outcome = OutcomeTimeout
 			err = fmt.Errorf("judge: no answer after %s: %w", took.Round(time.Millisecond), err)
 		}
@@ -226,37 +207,29 @@ func (c *Client) Judge(ctx context.Context, rec *memory.Record) (*memory.Verdict
 	return v, nil
 }
 
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
 func (c *Client) judge(ctx context.Context, rec *memory.Record) (*memory.Verdict, error) {
 	user, err := userContent(rec)
 	if err != nil {
 		return nil, err
 	}
-	ans, err := chat.Complete(ctx, c.client, chat.Request{URL: c.url, APIKey: c.apiKey, Model: c.model,
+	ans, err := llmapi.Complete(ctx, c.client, llmapi.Request{URL: c.url, APIKey: c.apiKey, Model: c.model,
 		System: systemPrompt, User: user, MaxBytes: MaxResponseBytes})
-	var status *chat.StatusError
-	var decode *chat.DecodeError
+	var status *llmapi.StatusError
+	var decode *llmapi.DecodeError
 	switch {
 	case err == nil:
-	case errors.Is(err, chat.ErrTooLarge):
+	case errors.Is(err, llmapi.ErrTooLarge):
 		return nil, fmt.Errorf("judge: %s answered more than %d bytes", c.display, MaxResponseBytes)
 	case errors.As(err, &status):
 		// The body may echo the request, memory text included: debug only.
-		c.log.Debug("judge endpoint error", "status", status.Status, "body", truncate(string(status.Body), 200))
+		c.log.Debug("judge endpoint error", "status", status.Status, "message", llmapi.ServerMessage(status.Body))
 		return nil, fmt.Errorf("judge: %s answered %s", c.display, status.Status)
 	case errors.As(err, &decode):
 		return nil, fmt.Errorf("judge: decode the answer of %s: %w", c.display, decode.Err)
-	case errors.Is(err, chat.ErrNoChoices):
+	case errors.Is(err, llmapi.ErrNoChoices):
 		return nil, fmt.Errorf("judge: the answer of %s has no choices", c.display)
 	default:
-		return nil, fmt.Errorf("judge: ask %s: %w", c.display, unwrapURLError(err))
+		return nil, fmt.Errorf("judge: ask %s: %w", c.display, err)
 	}
 	msg := ans
 	if msg.Refusal != "" {
@@ -269,16 +242,6 @@ func (c *Client) judge(ctx context.Context, rec *memory.Record) (*memory.Verdict
 	}
 	v.Model = c.model
 	return v, nil
-}
-
-// unwrapURLError drops *url.Error's "Post <url>:" prefix: the URL may carry
-// a query the logs should not repeat, and the caller names the endpoint.
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
 }
 
 // userContent is the user message: the memory text and what the writer

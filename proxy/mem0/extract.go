@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/memgate/memgate/chat"
+	"github.com/memgate/memgate/llmapi"
 )
 
 // Extractor turns a conversation into the facts worth remembering, as
@@ -28,10 +28,12 @@ type ExtractHints struct {
 // ChatExtractor asks an OpenAI-compatible chat-completions endpoint (a
 // local model server, or a hosted API) for the facts in a conversation.
 type ChatExtractor struct {
-	url    string
-	model  string
-	apiKey string
-	client *http.Client
+	url string
+	// display is url without its query, for errors.
+	display string
+	model   string
+	apiKey  string
+	client  *http.Client
 }
 
 // ChatExtractorOptions configure a ChatExtractor.
@@ -47,15 +49,11 @@ type ChatExtractorOptions struct {
 
 // NewChatExtractor returns an extractor for an OpenAI-compatible endpoint.
 func NewChatExtractor(o ChatExtractorOptions) (*ChatExtractor, error) {
-	u := strings.TrimSpace(o.URL)
-	if u == "" {
-		return nil, errors.New("mem0 extractor: a URL is required")
+	ep, err := llmapi.ParseEndpoint(o.URL, "/chat/completions", "MEMGATE_EXTRACTOR_API_KEY")
+	if err != nil {
+		return nil, fmt.Errorf("mem0 extractor: %w", err)
 	}
-	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
-		return nil, fmt.Errorf("mem0 extractor: URL %q must start with http:// or https://", u)
-	}
-	u = chat.CompletionsURL(u)
-	e := &ChatExtractor{url: u, model: o.Model, apiKey: o.APIKey, client: o.Client}
+	e := &ChatExtractor{url: ep.URL, display: ep.Display, model: o.Model, apiKey: o.APIKey, client: o.Client}
 	if e.model == "" {
 		e.model = "gpt-4o-mini"
 	}
@@ -93,18 +91,26 @@ func (e *ChatExtractor) Extract(ctx context.Context, conv []Message, hints Extra
 			system += "\n" + h.label + ": " + t
 		}
 	}
-	ans, err := chat.Complete(ctx, e.client, chat.Request{URL: e.url, APIKey: e.apiKey, Model: e.model,
+	ans, err := llmapi.Complete(ctx, e.client, llmapi.Request{URL: e.url, APIKey: e.apiKey, Model: e.model,
 		System: system, User: "Conversation:\n" + transcript(conv), MaxBytes: maxExtractorAnswer})
-	var status *chat.StatusError
-	var decode *chat.DecodeError
+	var status *llmapi.StatusError
+	var decode *llmapi.DecodeError
 	switch {
 	case err == nil:
 	case errors.As(err, &status):
-		return nil, fmt.Errorf("mem0 extractor: %s answered %s: %s", e.url, status.Status, truncate(string(status.Body), 200))
+		// The body may echo the conversation: only the server's own
+		// message is shown.
+		msg := llmapi.ServerMessage(status.Body)
+		if msg != "" {
+			msg = ": " + msg
+		}
+		return nil, fmt.Errorf("mem0 extractor: %s answered %s%s", e.display, status.Status, msg)
 	case errors.As(err, &decode):
-		return nil, fmt.Errorf("mem0 extractor: decode answer: %w", decode.Err)
-	default: // the transport, ErrTooLarge, ErrNoChoices
-		return nil, fmt.Errorf("mem0 extractor: %w", err)
+		return nil, fmt.Errorf("mem0 extractor: decode the answer of %s: %w", e.display, decode.Err)
+	case errors.Is(err, llmapi.ErrTooLarge):
+		return nil, fmt.Errorf("mem0 extractor: %s answered more than %d bytes", e.display, maxExtractorAnswer)
+	default: // the transport, ErrNoChoices
+		return nil, fmt.Errorf("mem0 extractor: ask %s: %w", e.display, err)
 	}
 	return parseFacts(ans.Content)
 }
@@ -130,5 +136,6 @@ func parseFacts(content string) ([]string, error) {
 	if err := json.Unmarshal([]byte(s), &list); err == nil {
 		return list, nil
 	}
-	return nil, fmt.Errorf("mem0 extractor: the model did not answer {\"facts\": [...]}: %s", truncate(content, 200))
+	// The answer may repeat the conversation: it is not put in the error.
+	return nil, fmt.Errorf("mem0 extractor: the model did not answer {\"facts\": [...]} (%d bytes of something else)", len(content))
 }

@@ -1,7 +1,10 @@
 package mem0
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -169,5 +172,43 @@ func TestParseFacts(t *testing.T) {
 		if (err == nil) != tt.ok || (tt.ok && !slices.Equal(got, tt.want) && len(got)+len(tt.want) > 0) {
 			t.Errorf("parseFacts(%q) = %q, %v", tt.content, got, err)
 		}
+	}
+}
+
+// TestExtractorErrorsDoNotEchoTheConversation: an endpoint that answers
+// an error or something other than facts, echoing what it was sent, and
+// one whose URL carries a key in its query: the extractor's errors name
+// the endpoint without the query and repeat none of the conversation.
+func TestExtractorErrorsDoNotEchoTheConversation(t *testing.T) {
+	const secret = "the launch code is tangerine"
+	echo := func(status int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			w.WriteHeader(status)
+			if status == http.StatusOK {
+				content, _ := json.Marshal("Sure! " + string(body))
+				fmt.Fprintf(w, `{"choices":[{"message":{"content":%s}}]}`, content)
+				return
+			}
+			w.Write(body)
+		}
+	}
+	for _, status := range []int{http.StatusOK, http.StatusBadRequest, http.StatusBadGateway} {
+		srv := httptest.NewServer(echo(status))
+		e, err := NewChatExtractor(ChatExtractorOptions{URL: srv.URL + "/v1?key=s3cret"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = e.Extract(context.Background(), []Message{{Role: "user", Content: secret}}, ExtractHints{})
+		srv.Close()
+		if err == nil {
+			t.Fatalf("status %d: no error", status)
+		}
+		if strings.Contains(err.Error(), "tangerine") || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("status %d: the error repeats the conversation or the key: %v", status, err)
+		}
+	}
+	if _, err := NewChatExtractor(ChatExtractorOptions{URL: "https://user:s3cret@api.example.org/v1"}); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("a URL with credentials: %v", err)
 	}
 }

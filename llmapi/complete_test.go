@@ -1,4 +1,4 @@
-package chat
+package llmapi
 
 import (
 	"context"
@@ -10,18 +10,6 @@ import (
 	"strings"
 	"testing"
 )
-
-func TestCompletionsURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://127.0.0.1:8080/v1":                    "http://127.0.0.1:8080/v1/chat/completions",
-		"http://127.0.0.1:8080/v1/":                   "http://127.0.0.1:8080/v1/chat/completions",
-		"https://api.example.org/v1/chat/completions": "https://api.example.org/v1/chat/completions",
-	} {
-		if got := CompletionsURL(in); got != want {
-			t.Errorf("CompletionsURL(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 func TestComplete(t *testing.T) {
 	var got struct {
