@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/memgate/memgate/guard/markdown"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -106,20 +107,20 @@ func (g *Guard) writeBack(ctx context.Context, st *fileState, pe parkedEntry, re
 	assign := map[string]entryState{}
 	var fn func([]byte) []byte
 	switch pe.Kind {
-	case Added:
+	case markdown.Added:
 		assign[pe.Text] = entryState{Slot: rec.SlotID, Record: rec.ID}
-		fn = func(c []byte) []byte { return Insert(c, pe.Heading, pe.After, pe.Text) }
-	case Changed:
+		fn = func(c []byte) []byte { return markdown.Insert(c, pe.Heading, pe.After, pe.Text) }
+	case markdown.Changed:
 		assign[pe.Text] = entryState{Slot: rec.SlotID, Record: rec.ID}
 		fn = func(c []byte) []byte {
-			if out, ok := Replace(c, pe.OldText, pe.Text); ok {
+			if out, ok := markdown.Replace(c, pe.OldText, pe.Text); ok {
 				return out
 			}
-			return Insert(c, pe.Heading, pe.After, pe.Text)
+			return markdown.Insert(c, pe.Heading, pe.After, pe.Text)
 		}
-	case Removed:
+	case markdown.Removed:
 		fn = func(c []byte) []byte {
-			out, _ := Remove(c, pe.OldText)
+			out, _ := markdown.Remove(c, pe.OldText)
 			return out
 		}
 	default:
@@ -145,7 +146,7 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 	if err != nil {
 		return err
 	}
-	entries := Parse([]byte(st.Content))
+	entries := markdown.Parse([]byte(st.Content))
 	for i, e := range entries {
 		if i >= len(st.Entries) || st.Entries[i].Slot != slot {
 			continue
@@ -156,13 +157,13 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 		old := e.Text
 		if active == nil {
 			return g.edit(ctx, st, func(c []byte) []byte {
-				out, _ := Remove(c, old)
+				out, _ := markdown.Remove(c, old)
 				return out
 			}, nil)
 		}
 		text := markdownOf(active)
 		return g.edit(ctx, st, func(c []byte) []byte {
-			out, _ := Replace(c, old, text)
+			out, _ := markdown.Replace(c, old, text)
 			return out
 		}, map[string]entryState{text: {Slot: slot, Record: active.ID}})
 	}
@@ -180,7 +181,7 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 				}
 			}
 		}
-		return g.edit(ctx, st, func(c []byte) []byte { return Insert(c, heading, "", text) },
+		return g.edit(ctx, st, func(c []byte) []byte { return markdown.Insert(c, heading, "", text) },
 			map[string]entryState{text: {Slot: slot, Record: active.ID}})
 	}
 	return nil
@@ -203,7 +204,7 @@ func markdownOf(r *memory.Record) string {
 // rendersExactly reports whether Markdown m is one entry whose text is the
 // summary.
 func rendersExactly(m, summary string) bool {
-	es := Parse([]byte(m))
+	es := markdown.Parse([]byte(m))
 	return len(es) == 1 && es[0].Text == m && es[0].Summary() == summary
 }
 
@@ -216,7 +217,7 @@ func itemOf(summary string) string {
 		lines[i] = strings.TrimRight(lines[i], " \t")
 	}
 	m := "- " + strings.Join(lines, "\n  ")
-	if es := Parse([]byte(m)); len(es) == 1 && es[0].Text == m {
+	if es := markdown.Parse([]byte(m)); len(es) == 1 && es[0].Text == m {
 		return m
 	}
 	return "- " + strings.Join(strings.Fields(summary), " ")
@@ -231,7 +232,7 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 	for text, e := range assign {
 		placed[text] = []entryState{e}
 	}
-	for i, e := range Parse([]byte(st.Content)) {
+	for i, e := range markdown.Parse([]byte(st.Content)) {
 		if i < len(st.Entries) {
 			placed[e.Text] = append(placed[e.Text], st.Entries[i])
 		}
@@ -247,7 +248,7 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 	if !bytes.Equal(file, accepted) {
 		nextFile = fn(file)
 	}
-	st.Content, st.Entries = string(next), slotsOf(Parse(next), placed)
+	st.Content, st.Entries = string(next), slotsOf(markdown.Parse(next), placed)
 	if err := saveState(ctx, g.o.KV, st); err != nil {
 		disk.close()
 		return err

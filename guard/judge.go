@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memgate/memgate/guard/markdown"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -86,12 +87,12 @@ func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error 
 // undone (counted, logged), and so is the whole change when it cannot
 // tell a repeat of a parked change from a new one.
 func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []byte) ([]byte, error) {
-	old, now := Parse([]byte(st.Content)), Parse(content)
+	old, now := markdown.Parse([]byte(st.Content)), markdown.Parse(content)
 	if len(now) > g.o.MaxEntries {
 		return nil, refuse(ReasonTooMany, "%s has %d entries, over the guard's cap of %d", g.rel(p), len(now), g.o.MaxEntries)
 	}
-	changes := Diff(old, now)
-	if len(changes) == 0 && string(content) == st.Content {
+	plan := markdown.Diff(old, now)
+	if len(plan.Changes) == 0 && string(content) == st.Content {
 		return content, nil
 	}
 	oldSlot := map[int]entryState{} // by Start in the old content
@@ -107,14 +108,14 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 		}
 		g.met.onError(ReasonPending)
 		g.log.Error("cannot read the pending writes of a guarded file: its whole change is undone", "file", g.rel(p), "err", err)
-		return Undo(content, now, changes), nil
+		return markdown.Undo(content, now, plan), nil
 	}
-	var undo []Change
+	undo := map[int]bool{} // the changes to undo, by index in plan.Changes
 	placed := map[string][]entryState{} // entry text -> slots, for the new accepted content
 	keep := func(text string, e entryState) { placed[text] = append(placed[text], e) }
 	// Entries that did not change keep their slots.
 	changed := map[int]bool{}
-	for _, c := range changes {
+	for _, c := range plan.Changes {
 		if c.Old != nil {
 			changed[c.Old.Start] = true
 		}
@@ -128,7 +129,7 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 	// decision; only those still pending, or not yet seen undone in the
 	// file, can be repeated.
 	parked := slices.Clone(st.Parked)
-	for _, c := range changes {
+	for ci, c := range plan.Changes {
 		var prev entryState
 		if c.Old != nil {
 			prev = oldSlot[c.Old.Start]
@@ -141,7 +142,7 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 				parked[i].Repeats++
 				g.met.onRepeat()
 			}
-			undo = append(undo, c)
+			undo[ci] = true
 			if c.Old != nil {
 				keep(c.Old.Text, prev)
 			}
@@ -165,7 +166,7 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 			}
 			g.log.Warn("undoing a change the guard could not submit", "file", g.rel(p), "line", e.Line,
 				"change", kindName(c.Kind), "reason", reason, "err", err)
-			undo = append(undo, c)
+			undo[ci] = true
 			if c.Old != nil {
 				keep(c.Old.Text, prev)
 			}
@@ -178,7 +179,7 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 				g.slots[res.Record.SlotID] = p
 			}
 		case memory.OutcomeParked:
-			undo = append(undo, c)
+			undo[ci] = true
 			if c.Old != nil {
 				keep(c.Old.Text, prev)
 			}
@@ -204,7 +205,7 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 				g.log.Warn("journaling a parked change", "file", g.rel(p), "err", err)
 			}
 		case memory.OutcomeRefused:
-			undo = append(undo, c)
+			undo[ci] = true
 			if c.Old != nil {
 				keep(c.Old.Text, prev)
 			}
@@ -213,9 +214,9 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 	}
 	next := content
 	if len(undo) > 0 {
-		next = Undo(content, now, undo)
+		next = markdown.Undo(content, now, plan.Select(func(i int, _ markdown.Change) bool { return undo[i] }))
 	}
-	st.Content, st.Entries, st.Parked = string(next), slotsOf(Parse(next), placed), parked
+	st.Content, st.Entries, st.Parked = string(next), slotsOf(markdown.Parse(next), placed), parked
 	// The state first: a crash before the file is rewritten leaves a
 	// change the next judging recognises as parked and undoes again.
 	if err := saveState(ctx, g.o.KV, st); err != nil {
@@ -296,33 +297,33 @@ func (g *Guard) putBack(ctx context.Context, p string, root int, rel string, bas
 // stood (unless onto has it), a changed one replaced (or inserted), a
 // removed one removed.
 func onTop(base, agent, onto []byte) []byte {
-	av := Parse(agent)
+	av := markdown.Parse(agent)
 	out := onto
 	texts := map[string]int{} // the entries of out, kept up to date without parsing it again
-	for _, e := range Parse(out) {
+	for _, e := range markdown.Parse(out) {
 		texts[e.Text]++
 	}
-	insert := func(e *Entry) {
+	insert := func(e *markdown.Entry) {
 		if texts[e.Text] == 0 {
-			out = Insert(out, e.Heading, before(av, e), e.Text)
+			out = markdown.Insert(out, e.Heading, before(av, e), e.Text)
 			texts[e.Text]++
 		}
 	}
-	for _, c := range Diff(Parse(base), av) {
+	for _, c := range markdown.Diff(markdown.Parse(base), av).Changes {
 		switch c.Kind {
-		case Added:
+		case markdown.Added:
 			insert(c.New)
-		case Changed:
+		case markdown.Changed:
 			if texts[c.Old.Text] > 0 {
-				out, _ = Replace(out, c.Old.Text, c.New.Text)
+				out, _ = markdown.Replace(out, c.Old.Text, c.New.Text)
 				texts[c.Old.Text]--
 				texts[c.New.Text]++
 			} else {
 				insert(c.New)
 			}
-		case Removed:
+		case markdown.Removed:
 			if texts[c.Old.Text] > 0 {
-				out, _ = Remove(out, c.Old.Text)
+				out, _ = markdown.Remove(out, c.Old.Text)
 				texts[c.Old.Text]--
 			}
 		}
@@ -336,14 +337,14 @@ func onTop(base, agent, onto []byte) []byte {
 // from the file and never stored. It takes disk and closes it.
 func (g *Guard) adopt(ctx context.Context, p string, disk *fileSnap, since time.Time) error {
 	content := disk.data
-	now := Parse(content)
+	now := markdown.Parse(content)
 	if len(now) > g.o.MaxEntries {
 		return refuse(ReasonTooMany, "%s has %d entries, over the guard's cap of %d", g.rel(p), len(now), g.o.MaxEntries)
 	}
 	placed := map[string][]entryState{}
-	var undo []Change
+	var undo markdown.Plan // built by hand: there is no older version to diff with
 	for i := range now {
-		c := Change{Kind: Added, New: &now[i]}
+		c := markdown.Change{Kind: markdown.Added, New: &now[i]}
 		cand := g.candidate(p, c, "")
 		cand.Actor.RunID = BaselineRun // not undone with the changes of a run
 		res, err := g.o.Gov.Adopt(ctx, cand)
@@ -357,12 +358,12 @@ func (g *Guard) adopt(ctx context.Context, p string, disk *fileSnap, since time.
 			}
 			g.met.onError(reason)
 			g.log.Warn("removing an entry the guard could not adopt", "file", g.rel(p), "line", now[i].Line, "reason", reason, "err", err)
-			undo = append(undo, c)
+			undo.Changes = append(undo.Changes, c)
 			continue
 		}
 		switch res.Outcome {
 		case memory.OutcomeRefused:
-			undo = append(undo, c)
+			undo.Changes = append(undo.Changes, c)
 			g.met.onRevert("refused")
 		default:
 			// Applied, unchanged, or parked where the slot already held
@@ -371,10 +372,10 @@ func (g *Guard) adopt(ctx context.Context, p string, disk *fileSnap, since time.
 		}
 	}
 	next := content
-	if len(undo) > 0 {
-		next = Undo(content, now, undo)
+	if len(undo.Changes) > 0 {
+		next = markdown.Undo(content, now, undo)
 	}
-	st := &fileState{Path: p, Content: string(next), Entries: slotsOf(Parse(next), placed)}
+	st := &fileState{Path: p, Content: string(next), Entries: slotsOf(markdown.Parse(next), placed)}
 	if err := saveState(ctx, g.o.KV, st); err != nil {
 		return err
 	}
@@ -382,12 +383,12 @@ func (g *Guard) adopt(ctx context.Context, p string, disk *fileSnap, since time.
 		return err
 	}
 	g.addSlots(st)
-	g.log.Info("adopted a memory file as the baseline", "file", g.rel(p), "entries", len(st.Entries), "removed", len(undo))
+	g.log.Info("adopted a memory file as the baseline", "file", g.rel(p), "entries", len(st.Entries), "removed", len(undo.Changes))
 	return g.settle(ctx, p, st, disk, next, since)
 }
 
 // candidate is the write a change stands for.
-func (g *Guard) candidate(p string, c Change, slot string) memory.Candidate {
+func (g *Guard) candidate(p string, c markdown.Change, slot string) memory.Candidate {
 	rel := g.rel(p)
 	e := c.New
 	if e == nil {
@@ -404,11 +405,11 @@ func (g *Guard) candidate(p string, c Change, slot string) memory.Candidate {
 		delete(cand.Metadata, "markdown")
 	}
 	switch c.Kind {
-	case Added:
+	case markdown.Added:
 		cand.Summary = e.Summary()
-	case Changed:
+	case markdown.Changed:
 		cand.Summary, cand.SlotID = e.Summary(), slot
-	case Removed:
+	case markdown.Removed:
 		cand.Op, cand.SlotID = memory.OpDelete, slot
 		cand.Metadata = nil
 	}
@@ -421,7 +422,7 @@ func (g *Guard) candidate(p string, c Change, slot string) memory.Candidate {
 // submit governs one change. A change of an entry whose slot is gone (it
 // was rolled back, or deleted elsewhere) is a new entry; a removal of one
 // is accepted as it is.
-func (g *Guard) submit(ctx context.Context, cand memory.Candidate, c Change, pending map[string]*memory.Record) (*memory.SubmitResult, error) {
+func (g *Guard) submit(ctx context.Context, cand memory.Candidate, c markdown.Change, pending map[string]*memory.Record) (*memory.SubmitResult, error) {
 	// A crash between parking and saving the state leaves the change in
 	// the file with its record already pending: find that record instead
 	// of parking the change twice.
@@ -434,12 +435,12 @@ func (g *Guard) submit(ctx context.Context, cand memory.Candidate, c Change, pen
 			return &memory.SubmitResult{Outcome: memory.OutcomeParked, Record: r}, nil
 		}
 	}
-	if cand.SlotID == "" && c.Kind == Removed {
+	if cand.SlotID == "" && c.Kind == markdown.Removed {
 		return &memory.SubmitResult{Outcome: memory.OutcomeApplied, Record: &memory.Record{}}, nil
 	}
 	res, err := g.o.Gov.Submit(ctx, cand)
 	if memory.ErrorCode(err) == memory.ENOTFOUND && cand.SlotID != "" {
-		if c.Kind == Removed {
+		if c.Kind == markdown.Removed {
 			return &memory.SubmitResult{Outcome: memory.OutcomeApplied, Record: &memory.Record{}}, nil
 		}
 		cand.SlotID = ""
@@ -467,7 +468,7 @@ func (g *Guard) pendingOf(ctx context.Context, p string) (map[string]*memory.Rec
 
 // findParked returns the index of the parked change c repeats, or -1: one
 // still pending, or one whose undo has not landed in the file yet.
-func findParked(parked []parkedEntry, pending map[string]*memory.Record, c Change) int {
+func findParked(parked []parkedEntry, pending map[string]*memory.Record, c markdown.Change) int {
 	for i, pe := range parked {
 		if pe.Kind != c.Kind || pending[pe.Record] == nil && !pe.Unsettled {
 			continue
@@ -481,7 +482,7 @@ func findParked(parked []parkedEntry, pending map[string]*memory.Record, c Chang
 
 // before is the text of the entry before e in entries ("" if e is first
 // in its section).
-func before(entries []Entry, e *Entry) string {
+func before(entries []markdown.Entry, e *markdown.Entry) string {
 	prev := ""
 	for _, x := range entries {
 		if x.Start == e.Start {
@@ -497,7 +498,7 @@ func before(entries []Entry, e *Entry) string {
 }
 
 // slotsOf ties each entry of content to a slot, by text, in order.
-func slotsOf(entries []Entry, placed map[string][]entryState) []entryState {
+func slotsOf(entries []markdown.Entry, placed map[string][]entryState) []entryState {
 	out := make([]entryState, len(entries))
 	for i, e := range entries {
 		if q := placed[e.Text]; len(q) > 0 {
@@ -507,13 +508,13 @@ func slotsOf(entries []Entry, placed map[string][]entryState) []entryState {
 	return out
 }
 
-func kindName(k ChangeKind) string {
+func kindName(k markdown.ChangeKind) string {
 	switch k {
-	case Added:
+	case markdown.Added:
 		return "an added entry in"
-	case Changed:
+	case markdown.Changed:
 		return "a changed entry in"
-	case Removed:
+	case markdown.Removed:
 		return "a removed entry in"
 	}
 	return "a change in"

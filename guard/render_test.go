@@ -3,6 +3,7 @@ package guard
 import (
 	"testing"
 
+	"github.com/memgate/memgate/guard/markdown"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -39,7 +40,7 @@ func TestMarkdownOfWritesOnlyTheJudgedText(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("markdownOf = %q, want %q", got, tc.want)
 			}
-			if es := Parse([]byte(got)); len(es) != 1 || es[0].Text != got {
+			if es := markdown.Parse([]byte(got)); len(es) != 1 || es[0].Text != got {
 				t.Fatalf("%q is not one entry: %+v", got, es)
 			}
 		})

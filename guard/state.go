@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/memgate/memgate/guard/markdown"
 	"github.com/memgate/memgate/store"
 )
 
@@ -40,14 +41,14 @@ type entryState struct {
 
 // parkedEntry is a change undone in the file while a reviewer decides.
 type parkedEntry struct {
-	Record  string     `json:"record"` // the pending record
-	Kind    ChangeKind `json:"kind"`
-	Text    string     `json:"text,omitempty"`    // the entry proposed (added, changed)
-	OldText string     `json:"oldText,omitempty"` // the entry it replaces (changed, removed)
-	Heading []string   `json:"heading,omitempty"`
-	After   string     `json:"after,omitempty"` // the entry before it, for the write-back
-	Slot    string     `json:"slot,omitempty"`
-	Repeats int        `json:"repeats,omitempty"` // how often the agent wrote it again
+	Record  string              `json:"record"` // the pending record
+	Kind    markdown.ChangeKind `json:"kind"`
+	Text    string              `json:"text,omitempty"`    // the entry proposed (added, changed)
+	OldText string              `json:"oldText,omitempty"` // the entry it replaces (changed, removed)
+	Heading []string            `json:"heading,omitempty"`
+	After   string              `json:"after,omitempty"` // the entry before it, for the write-back
+	Slot    string              `json:"slot,omitempty"`
+	Repeats int                 `json:"repeats,omitempty"` // how often the agent wrote it again
 	// Unsettled: the guard parked the change but has not yet seen the file
 	// without it (its undo not written yet, memgate stopped before it).
 	// Until then the change in the file is the guard's unfinished undo:

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/guard"
+	"github.com/memgate/memgate/guard/markdown"
 )
 
 const guardBaseline = `# MEMORY.md
@@ -69,7 +70,7 @@ func TestGuardSurvivesKill9BetweenParkingAndReverting(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
-	baseEntries := len(guard.Parse([]byte(guardBaseline)))
+	baseEntries := len(markdown.Parse([]byte(guardBaseline)))
 
 	read := func() string {
 		t.Helper()
@@ -201,7 +202,7 @@ func checkGuardInvariants(t *testing.T, p *proc, round int, written []string, ba
 		t.Errorf("round %d: %d guard records wait for review, want %d", round, len(mine), len(written))
 	}
 	seen := map[string]bool{}
-	for _, e := range guard.Parse([]byte(file)) {
+	for _, e := range markdown.Parse([]byte(file)) {
 		if seen[e.Text] {
 			t.Errorf("round %d: %q is twice in MEMORY.md", round, e.Text)
 		}

@@ -1,4 +1,4 @@
-package guard
+package markdown
 
 import (
 	"fmt"
@@ -309,7 +309,7 @@ func mdChangeStrings(cs []Change) []string {
 }
 
 func mdDiffStrings(old, new string) []string {
-	return mdChangeStrings(Diff(Parse([]byte(old)), Parse([]byte(new))))
+	return mdChangeStrings(Diff(Parse([]byte(old)), Parse([]byte(new))).Changes)
 }
 
 // edit returns s with each old replaced by the new after it, once.
@@ -491,7 +491,7 @@ func TestDiff(t *testing.T) {
 func TestDiffEntries(t *testing.T) {
 	// Old and New point at the entries of each version.
 	old, new := Parse([]byte(mdMemory)), Parse([]byte(mdEditText(mdMemory, mdAlice, mdAlice+mdDarkMode, "short answers.", "short answers, always.")))
-	cs := Diff(old, new)
+	cs := Diff(old, new).Changes
 	if len(cs) != 2 || cs[0].Kind != Changed || cs[0].Old != &old[0] || cs[0].New != &new[0] ||
 		cs[1].Kind != Added || cs[1].Old != nil || cs[1].New != &new[1] || cs[1].New.Line != 6 {
 		t.Fatalf("changes: %q", mdChangeStrings(cs))
@@ -502,13 +502,10 @@ func TestUndo(t *testing.T) {
 	for _, tc := range mdEdits {
 		t.Run(tc.name, func(t *testing.T) {
 			now := Parse([]byte(tc.new))
-			var undo []Change
-			for _, c := range Diff(Parse([]byte(tc.old)), now) {
-				if tc.undo == nil || slices.Contains(tc.undo, mdChangeString(c)) {
-					undo = append(undo, c)
-				}
-			}
-			if tc.undo != nil && len(undo) != len(tc.undo) {
+			undo := Diff(Parse([]byte(tc.old)), now).Select(func(_ int, c Change) bool {
+				return tc.undo == nil || slices.Contains(tc.undo, mdChangeString(c))
+			})
+			if tc.undo != nil && len(undo.Changes) != len(tc.undo) {
 				t.Fatalf("undo %q: not all among the changes", tc.undo)
 			}
 			want := tc.undone
@@ -552,18 +549,12 @@ func TestUndoKeepsAConcurrentEdit(t *testing.T) {
 				new := strings.Replace(tc.new, cc.from, cc.to, 1)
 				want = strings.Replace(want, cc.from, cc.to, 1)
 				now := Parse([]byte(new))
-				var undo []Change
-				for _, c := range Diff(Parse([]byte(tc.old)), now) {
+				undo := Diff(Parse([]byte(tc.old)), now).Select(func(_ int, c Change) bool {
 					s := mdChangeString(c)
-					if s == cc.keep {
-						continue
-					}
-					if tc.undo == nil || slices.Contains(tc.undo, s) {
-						undo = append(undo, c)
-					}
-				}
+					return s != cc.keep && (tc.undo == nil || slices.Contains(tc.undo, s))
+				})
 				if got := string(Undo([]byte(new), now, undo)); got != want {
-					t.Fatalf("undoing %q\nof\n%s\ngives\n%s\nwant\n%s", mdChangeStrings(undo), new, got, want)
+					t.Fatalf("undoing %q\nof\n%s\ngives\n%s\nwant\n%s", mdChangeStrings(undo.Changes), new, got, want)
 				}
 			})
 		}
@@ -579,24 +570,24 @@ func TestUndoHandBuiltChanges(t *testing.T) {
 	content := []byte(mdMemory + "\n## Secrets\n\n- The deploy token is ghp_123.\n")
 	now := Parse(content)
 	secret := &now[len(now)-1]
-	if got := string(Undo(content, now, []Change{{Kind: Added, New: secret}})); got != mdMemory+"\n## Secrets\n" {
+	if got := string(Undo(content, now, Plan{Changes: []Change{{Kind: Added, New: secret}}})); got != mdMemory+"\n## Secrets\n" {
 		t.Fatalf("Added undone:\n%s", got)
 	}
 	// A paragraph in the middle goes with one of its blank lines.
-	if got := string(Undo(content, now, []Change{{Kind: Added, New: &now[5]}})); got != mdEditText(string(content), mdBerlin+"\n", "") {
+	if got := string(Undo(content, now, Plan{Changes: []Change{{Kind: Added, New: &now[5]}}})); got != mdEditText(string(content), mdBerlin+"\n", "") {
 		t.Fatalf("paragraph undone:\n%s", got)
 	}
 	// Removed, no hint: at the end of its section.
 	old := Parse([]byte(mdMemory))
 	now = Parse([]byte(mdEditText(mdMemory, mdReview, "")))
-	got := string(Undo([]byte(mdEditText(mdMemory, mdReview, "")), now, []Change{{Kind: Removed, Old: &old[3]}}))
+	got := string(Undo([]byte(mdEditText(mdMemory, mdReview, "")), now, Plan{Changes: []Change{{Kind: Removed, Old: &old[3]}}}))
 	if want := mdEditText(mdMemory, mdReview+mdBob, mdBob+mdReview); got != want {
 		t.Fatalf("Removed undone:\n%s\nwant:\n%s", got, want)
 	}
 	// Changes whose entry is not in the file, or incomplete ones, are skipped.
 	gone := Entry{Text: "- not there", Start: 3}
 	for _, c := range []Change{{Kind: Added, New: &gone}, {Kind: Changed, Old: &old[0], New: &gone}, {Kind: Removed}, {Kind: 0}} {
-		if got := Undo([]byte(mdMemory), old, []Change{c}); string(got) != mdMemory {
+		if got := Undo([]byte(mdMemory), old, Plan{Changes: []Change{c}}); string(got) != mdMemory {
 			t.Fatalf("undoing %+v changed the file:\n%s", c, got)
 		}
 	}
@@ -944,7 +935,7 @@ func TestUndoAllRestoresOld(t *testing.T) {
 		now := Parse([]byte(new))
 		cs := Diff(Parse([]byte(old)), now)
 		if got := string(Undo([]byte(new), now, cs)); got != old {
-			t.Fatalf("case %d: undoing %q\nof %q\ngives %q\nwant %q", i, mdChangeStrings(cs), new, got, old)
+			t.Fatalf("case %d: undoing %q\nof %q\ngives %q\nwant %q", i, mdChangeStrings(cs.Changes), new, got, old)
 		}
 	}
 }
@@ -962,23 +953,22 @@ func TestUndoSomeThenTheRest(t *testing.T) {
 		old, new := f.render(), g.render()
 		oldE, now := Parse([]byte(old)), Parse([]byte(new))
 		cs := Diff(oldE, now)
-		var some []Change
 		want := map[string]int{}
 		for _, e := range now {
 			want[e.Text]++
 		}
-		for _, c := range cs {
+		some := cs.Select(func(_ int, c Change) bool {
 			if r.IntN(2) == 0 {
-				continue
+				return false
 			}
-			some = append(some, c)
 			if c.New != nil {
 				want[c.New.Text]--
 			}
 			if c.Old != nil {
 				want[c.Old.Text]++
 			}
-		}
+			return true
+		})
 		mid := Undo([]byte(new), now, some)
 		midE := Parse(mid)
 		got := map[string]int{}
@@ -991,11 +981,11 @@ func TestUndoSomeThenTheRest(t *testing.T) {
 			}
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("case %d: undoing %q\nof %q\ngives %q\nentries %v, want %v", i, mdChangeStrings(some), new, mid, got, want)
+			t.Fatalf("case %d: undoing %q\nof %q\ngives %q\nentries %v, want %v", i, mdChangeStrings(some.Changes), new, mid, got, want)
 		}
 		rest := Diff(oldE, midE)
 		if final := string(Undo(mid, midE, rest)); final != old {
-			t.Fatalf("case %d: undoing %q\nof %q\ngives %q\nthen undoing %q gives %q\nwant %q", i, mdChangeStrings(some), new, mid, mdChangeStrings(rest), final, old)
+			t.Fatalf("case %d: undoing %q\nof %q\ngives %q\nthen undoing %q gives %q\nwant %q", i, mdChangeStrings(some.Changes), new, mid, mdChangeStrings(rest.Changes), final, old)
 		}
 	}
 }
@@ -1101,23 +1091,17 @@ func FuzzUndo(f *testing.F) {
 			_ = e.Summary()
 		}
 		cs := Diff(oldE, now)
-		for _, c := range cs {
+		for _, c := range cs.Changes {
 			if c.Kind == Added && (c.Old != nil || c.New == nil) || c.Kind == Removed && (c.New != nil || c.Old == nil) ||
 				c.Kind == Changed && (c.Old == nil || c.New == nil) {
 				t.Fatalf("malformed change %+v", c)
 			}
 		}
 		got := Undo(new, now, cs)
-		if mdSameShape(old, new, oldE, now, cs) && string(got) != string(old) {
-			t.Fatalf("undoing %q\nof %q\ngives %q\nwant %q", mdChangeStrings(cs), new, got, old)
+		if mdSameShape(old, new, oldE, now, cs.Changes) && string(got) != string(old) {
+			t.Fatalf("undoing %q\nof %q\ngives %q\nwant %q", mdChangeStrings(cs.Changes), new, got, old)
 		}
-		var some []Change
-		for k, c := range cs {
-			if pick>>(k%64)&1 == 1 {
-				some = append(some, c)
-			}
-		}
-		_ = Undo(new, now, some)
+		_ = Undo(new, now, cs.Select(func(k int, _ Change) bool { return pick>>(k%64)&1 == 1 }))
 		if len(oldE) > 0 {
 			e := oldE[int(pick%uint64(len(oldE)))]
 			_ = Insert(new, e.Heading, "", e.Text)
