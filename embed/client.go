@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/memgate/memgate/internal/clip"
 	"github.com/memgate/memgate/llmapi"
 )
 
@@ -245,7 +246,7 @@ func (c *Client) request(ctx context.Context, texts []string) ([][]float32, erro
 func (c *Client) roundTrip(ctx context.Context, texts []string) ([][]float32, error) {
 	in := make([]string, len(texts))
 	for i, t := range texts {
-		in[i] = cutUTF8(t, MaxTextBytes)
+		in[i] = clip.Bytes(t, MaxTextBytes)
 	}
 	body, err := json.Marshal(request{Model: c.model, Input: in})
 	if err != nil {
@@ -335,6 +336,3 @@ func unit(v []float64) ([]float32, error) {
 	}
 	return out, nil
 }
-
-// cutUTF8 returns s cut to at most n bytes on a rune boundary.
-func cutUTF8(s string, n int) string { return llmapi.CutUTF8(s, n) }

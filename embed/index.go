@@ -12,6 +12,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/memgate/memgate/internal/clip"
 )
 
 // Index defaults.
@@ -223,7 +224,7 @@ func (x *Index) queryVector(ctx context.Context, query string, ids []string) ([]
 	if len(ids) == 0 || strings.TrimSpace(query) == "" || x.vecs.len() == 0 {
 		return nil, nil // nothing to compare: no request
 	}
-	key := cutUTF8(query, MaxTextBytes)
+	key := clip.Bytes(query, MaxTextBytes)
 	q, ok := x.queries.Get(key)
 	if !ok || len(q) != x.vecs.dimension() { // cached before the model's dimension changed
 		var err error

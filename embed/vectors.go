@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/memgate/memgate/internal/clip"
 	"gonum.org/v1/gonum/blas/blas32"
 )
 
@@ -39,7 +40,7 @@ func (e *errWrongDimension) Error() string {
 // record whose text changed under the same id.
 func textSum(text string) uint64 {
 	h := fnv.New64a()
-	h.Write([]byte(cutUTF8(text, MaxTextBytes)))
+	h.Write([]byte(clip.Bytes(text, MaxTextBytes)))
 	return h.Sum64()
 }
 

@@ -11,7 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/memgate/memgate/internal/clip"
 )
 
 // ErrTooLarge is returned for an answer longer than the bound given.
@@ -110,18 +111,7 @@ func ServerMessage(raw []byte) string {
 	}
 	msg = strings.Join(strings.Fields(msg), " ")
 	if len(msg) > 300 {
-		msg = CutUTF8(msg, 300) + "…"
+		msg = clip.BytesMarked(msg, 300)
 	}
 	return msg
-}
-
-// CutUTF8 returns s cut to at most n bytes on a rune boundary.
-func CutUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/memgate/memgate/internal/clip"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
 	"github.com/open-policy-agent/opa/v1/topdown"
@@ -172,7 +172,7 @@ func failureOf(r *tester.Result) RegoTestFailure {
 		if err := topdown.PrettyEvent(&b, e, topdown.PrettyEventOpts{PrettyVars: true}); err != nil || b.Len() == 0 {
 			f.Expr = string(e.Location.Text)
 		} else {
-			f.Expr = clipText(strings.TrimSpace(b.String()), maxExprText)
+			f.Expr = clip.BytesMarked(strings.TrimSpace(b.String()), maxExprText)
 		}
 		break
 	}
@@ -182,14 +182,3 @@ func failureOf(r *tester.Result) RegoTestFailure {
 // maxExprText bounds a failed expression with its variables' values: a
 // decision object can be long.
 const maxExprText = 2000
-
-// clipText cuts s to at most n bytes, at a rune boundary.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + " …"
-}

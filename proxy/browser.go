@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memgate/memgate/internal/clip"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -126,7 +127,7 @@ func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, status, body)
 	}
 	if !signed && !g.hostAllowed(r) {
-		refuse(http.StatusForbidden, CodeForbiddenHost, fmt.Sprintf("Host %q is not this listener's; a browser page (DNS rebinding) sends its own name (allow it with --allowed-hosts)", clipHeader(r.Host)))
+		refuse(http.StatusForbidden, CodeForbiddenHost, fmt.Sprintf("Host %q is not this listener's; a browser page (DNS rebinding) sends its own name (allow it with --allowed-hosts)", clip.BytesMarked(r.Host, 200)))
 		return
 	}
 	origin, hasOrigin := r.Header["Origin"]
@@ -134,7 +135,7 @@ func (g *browserGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if hasOrigin {
 		w.Header().Add("Vary", "Origin")
 		if !allowed {
-			refuse(http.StatusForbidden, CodeForbiddenOrigin, fmt.Sprintf("requests from browser pages are refused (Origin %q; allow one with --allowed-origins)", clipHeader(strings.Join(origin, ", "))))
+			refuse(http.StatusForbidden, CodeForbiddenOrigin, fmt.Sprintf("requests from browser pages are refused (Origin %q; allow one with --allowed-origins)", clip.BytesMarked(strings.Join(origin, ", "), 200)))
 			return
 		}
 	}
@@ -278,7 +279,7 @@ func jsonContentProblem(r *http.Request) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("Content-Type %q is not accepted: request bodies are JSON (Content-Type: application/json)", clipHeader(ct))
+	return fmt.Sprintf("Content-Type %q is not accepted: request bodies are JSON (Content-Type: application/json)", clip.BytesMarked(ct, 200))
 }
 
 // writeRPCError answers a JSON-RPC error: the request was refused before
@@ -295,12 +296,4 @@ func writeRPCError(w http.ResponseWriter, status int, code, msg string) {
 		"id":      nil,
 		"error":   map[string]any{"code": rpcCode, "message": msg},
 	})
-}
-
-// clipHeader bounds text from a request that is echoed in an answer.
-func clipHeader(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
 }

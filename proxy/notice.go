@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/memgate/memgate/internal/clip"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -39,13 +39,13 @@ func PendingNotice(c Change, memoryID, text, status string) string {
 	switch c {
 	case ChangeUpdate:
 		return fmt.Sprintf("NOT UPDATED YET: the change to memory %s (%q) waits for a human reviewer, who will approve or reject it. "+
-			"Until then the memory keeps its current text. Status: %s.", memoryID, clip(text), status)
+			"Until then the memory keeps its current text. Status: %s.", memoryID, clip.Runes(text, maxNoticeText), status)
 	case ChangeDelete:
 		return fmt.Sprintf("NOT DELETED YET: deleting memory %s waits for a human reviewer, who will approve or reject it. "+
 			"Until then the memory stays. Status: %s.", memoryID, status)
 	}
 	return fmt.Sprintf("NOT SAVED YET: %q waits for a human reviewer, who will approve or reject it. "+
-		"Until then it is not in memory and nothing you recall has changed; do not save it again. Status: %s.", clip(text), status)
+		"Until then it is not in memory and nothing you recall has changed; do not save it again. Status: %s.", clip.Runes(text, maxNoticeText), status)
 }
 
 // RefusedNotice says that policy refused a write, with the first reason;
@@ -93,11 +93,3 @@ func RefusedHeader(n int) string {
 // Withheld describes a refused write in place of its text, which is never
 // repeated: it may hold a secret.
 const Withheld = "a refused write (its text is not repeated)"
-
-func clip(s string) string {
-	if utf8.RuneCountInString(s) <= maxNoticeText {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:maxNoticeText]) + "…"
-}

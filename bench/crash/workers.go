@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/bench/sidecar"
+	"github.com/memgate/memgate/internal/clip"
 )
 
 // workload drives the sidecar processes during one cycle: writers and
@@ -216,7 +217,7 @@ func (w *workload) failed(status int, err error) {
 	a := w.answers[key]
 	a.Count++
 	if a.Example == "" {
-		a.Example = truncate(example, 200)
+		a.Example = clip.BytesMarked(example, 200)
 	}
 	w.answers[key] = a
 }
@@ -226,13 +227,6 @@ func (w *workload) failed(status int, err error) {
 type FailedAnswer struct {
 	Count   int    `json:"count"`
 	Example string `json:"example"`
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 func slotOf(r sidecar.Record) Slot {

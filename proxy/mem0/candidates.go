@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
+	"github.com/memgate/memgate/internal/clip"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -71,23 +71,12 @@ func clean(s string, max int) string {
 		}
 		return r
 	}, s)
-	return truncate(strings.TrimSpace(s), max)
-}
-
-// truncate bounds s to max bytes without splitting a character.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	for max > 0 && !utf8.RuneStart(s[max]) {
-		max--
-	}
-	return s[:max]
+	return clip.Bytes(strings.TrimSpace(s), max)
 }
 
 func (wr writeRequest) candidate(summary string, src memory.Source, excerpt, sourceRef string) memory.Candidate {
 	return memory.Candidate{Summary: summary, CandidateSource: src, Actor: wr.actor, Scope: wr.scope,
-		Metadata: wr.metadata, Evidence: memory.Evidence{Excerpt: truncate(excerpt, maxExcerptBytes), SourceRef: sourceRef}}
+		Metadata: wr.metadata, Evidence: memory.Evidence{Excerpt: clip.Bytes(excerpt, maxExcerptBytes), SourceRef: sourceRef}}
 }
 
 // addCandidates turns an add into candidates:
@@ -184,7 +173,7 @@ func transcript(msgs []Message) string {
 			break
 		}
 	}
-	return truncate(strings.TrimSpace(b.String()), maxExcerptBytes)
+	return clip.Bytes(strings.TrimSpace(b.String()), maxExcerptBytes)
 }
 
 func hints(req *addRequest) ExtractHints {
