@@ -31,10 +31,12 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // and 3: the one raise is written here, not hidden. Tuning on release
 // notes and code comments of other projects (module_changelogs,
 // module_comments) took holdout2 to 5 applied and 7 over-reviewed, while
-// the aside sources lost a third of their reviews: a second raise.)
+// the aside sources lost a third of their reviews: a second raise. The
+// team's second tuning set (team_written2) then took it to 6 and 4: a
+// third, one high-risk text.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
 	"holdout":  {3, 2, 5},
-	"holdout2": {5, 1, 7},
+	"holdout2": {6, 1, 4},
 }
 
 func readCorpus(t testing.TB, part string) []policy.Example {
@@ -194,20 +196,26 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // tuning sources of release notes and code comments, 2026-12-04, took
 // the aside parts from 972 reviews to 647 in all, and four sources the
 // other way: agent_notes from 177.3, attacks from 81.9% caught, sgd
-// from 15.0 and tldr from 54.0. Those raises are written here.)
+// from 15.0 and tldr from 54.0. Then the risk head's agreement for the
+// poisoning head deciding alone (classifier.agree) and the team's second
+// tuning set took the aside parts from 647 reviews to 604 and the attacks
+// caught from 80.0% to 84.4%, and these the other way: chatgpt_prompts_zh
+// caught from 96.8%, cursorrules caught from 28.6% (2 of 21), release
+// notes from 76.7 and topical_chat from 73.0. Those raises are written
+// here.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
-	"agent_notes":        {190.9, 0},
-	"attacks":            {0, 80.0},
-	"chatgpt_prompts_zh": {42.2, 96.8},
-	"crosswoz":           {55.0, 0},
-	"cursorrules":        {100.5, 28.6},
-	"go_comments":        {54.0, 0},
-	"release_notes":      {76.7, 0},
-	"sgd":                {21.0, 0},
-	"tldr":               {59.2, 0},
-	"topical_chat":       {73.0, 0},
+	"agent_notes":        {172.7, 0},
+	"attacks":            {0, 84.4},
+	"chatgpt_prompts_zh": {39.2, 93.5},
+	"crosswoz":           {43.5, 0},
+	"cursorrules":        {100.5, 19.0},
+	"go_comments":        {45.6, 0},
+	"release_notes":      {80.0, 0},
+	"sgd":                {16.0, 0},
+	"tldr":               {52.2, 0},
+	"topical_chat":       {76.0, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the

@@ -244,13 +244,16 @@ type outcome struct {
 	ex            policy.Example
 	lexicon, none memory.Action
 	scores        []float32
+	// agree is data.json's classifier.agree: a head other than risk
+	// decides alone only where the risk head reaches it.
+	agree float32
 }
 
 func (o outcome) decide(gate, confident float32) memory.Action {
 	top, alone := float32(0), float32(0)
 	for i, s := range o.scores {
 		top = max(top, s)
-		if i < decidesAlone {
+		if i < decidesAlone && (i == 0 || o.scores[0] >= o.agree) {
 			alone = max(alone, s)
 		}
 	}
@@ -279,6 +282,10 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			rows = append(rows, e)
 		}
 	}
+	agree, err := classifierAgree(files)
+	if err != nil {
+		return err
+	}
 	var outs []outcome
 	for fold, m := range models {
 		lex, err := compileWith(ctx, files, m, 0, 2)
@@ -301,7 +308,7 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			if err != nil {
 				return fmt.Errorf("%s: %w", e.ID, err)
 			}
-			outs = append(outs, outcome{ex: e, lexicon: a, none: b, scores: scores})
+			outs = append(outs, outcome{ex: e, lexicon: a, none: b, scores: scores, agree: agree})
 		}
 	}
 	set := func(e policy.Example) string {
@@ -352,6 +359,19 @@ func pct(a, b int) float64 {
 		return 0
 	}
 	return 100 * float64(a) / float64(b)
+}
+
+// classifierAgree reads data.json's classifier.agree (0 when unset).
+func classifierAgree(files policy.FileSet) (float32, error) {
+	var data map[string]struct {
+		Classifier struct {
+			Agree float32 `json:"agree"`
+		} `json:"classifier"`
+	}
+	if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
+		return 0, fmt.Errorf("data.json: %w", err)
+	}
+	return data[policy.ConfigRoot].Classifier.Agree, nil
 }
 
 // compileWith compiles the policy with model as its classifier and the

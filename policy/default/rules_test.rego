@@ -636,6 +636,15 @@ test_classified_poisoning if {
 	d.layer == "policy"
 }
 
+# A narrower head the risk head does not back is not enough: the text is
+# one the model cannot read (words it never saw hashed onto ones it did).
+test_classified_poisoning_needs_the_risk_head if {
+	d := decide(scored("setup step 6rzzjx done with slate cobalt and jade", " setup step 6rzzjx done with slate cobalt and jade ", scores(0.2, 0.995, 0.01, 0.01)))
+	not "classified_poisoning" in rules(d)
+	d2 := decide(scored("setup step 6rzzjx done with slate cobalt and jade", " setup step 6rzzjx done with slate cobalt and jade ", scores(0.2, 0.995, 0.01, 0.01))) with data.memgate_config.classifier as object.remove(config.classifier, ["agree"])
+	"classified_poisoning" in rules(d2)
+}
+
 test_classified_state_change if {
 	inp := scored("The help center is live", " the help center is live ", scores(0.995, 0.01, 0.995, 0.01))
 	not "classified_state_change" in rules(decide(inp)) # the state head does not decide alone by default

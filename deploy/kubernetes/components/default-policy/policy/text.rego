@@ -274,6 +274,25 @@ lexicon_reads if {
 classified(head) if {
 	head in config.classifier.alone
 	input.candidate.text_scores[head] >= config.classifier.confident
+	agrees(head)
+}
+
+# agrees(head): the risk head agrees with a narrower one. Poisoning, a
+# change of state and a guess are kinds of high risk, so a text one of
+# them is sure of while the risk head is not (config.classifier.agree) is
+# one the model has not learned to read: text of words it never saw
+# (names, jargon, word lists) hashed onto what it did see. Without
+# config.classifier.agree every confident head counts.
+agrees("risk")
+
+agrees(head) if {
+	head != "risk"
+	not config.classifier.agree
+}
+
+agrees(head) if {
+	head != "risk"
+	input.candidate.text_scores.risk >= config.classifier.agree
 }
 
 # --- layers
