@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 )
@@ -53,6 +54,12 @@ type CompareConfig struct {
 	// the size of memgate's stored record; Against then names it.
 	StartBaseline func(ctx context.Context, recordBytes int) (BaselineTarget, error)
 	Against       string
+	// BaselineFirst runs the baseline first in the first round (and then
+	// alternates as before): a caller repeating comparisons swaps the
+	// order between them. The baseline stores values of RecordBytes then
+	// (memgate's answer to a write, from an earlier comparison).
+	BaselineFirst bool
+	RecordBytes   int
 }
 
 // AgainstBadger names the default baseline.
@@ -101,8 +108,15 @@ func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
 	}
 	runBaseline := func() error {
 		if base == nil {
+			size := cc.RecordBytes
+			if cmp.Memgate != nil {
+				size = cmp.Memgate.RecordBytes
+			}
+			if size <= 0 {
+				return errors.New("baseline: the size of memgate's record is not known yet (run memgate first, or give RecordBytes)")
+			}
 			var err error
-			if base, err = cc.StartBaseline(ctx, cmp.Memgate.RecordBytes); err != nil {
+			if base, err = cc.StartBaseline(ctx, size); err != nil {
 				return err
 			}
 		}
@@ -122,7 +136,7 @@ func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
 	}
 	for i := range rounds {
 		order := []func() error{runMemgate, runBaseline}
-		if i%2 == 1 {
+		if (i%2 == 1) != cc.BaselineFirst {
 			order[0], order[1] = order[1], order[0]
 		}
 		for _, run := range order {

@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -197,5 +198,64 @@ func TestSetupFailsOnAnUnusableTarget(t *testing.T) {
 	_, err := Run(context.Background(), Config{Target: srv.URL, Duration: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Fatalf("Run against a 404 target = %v, want a setup error naming HTTP 404", err)
+	}
+}
+
+// TestRunWritePath runs the write path's figures twice (the second run
+// with the baseline first) against the in-process sidecar, reading policy
+// figures from a /metrics that grows by a known amount between scrapes.
+func TestRunWritePath(t *testing.T) {
+	target := sidecar(t)
+	var scrapes atomic.Int64
+	metricsSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "no token", http.StatusUnauthorized)
+			return
+		}
+		k := scrapes.Add(1)
+		// Every scrape: 100 more writes, 200 more evaluations taking 20 ms
+		// in all, all of them under 1 ms.
+		fmt.Fprintf(w, "# TYPE memgate_writes_total counter\nmemgate_writes_total{dialect=\"native\",action=\"apply\",risk=\"low\"} %d\n", 100*k)
+		fmt.Fprintf(w, "# TYPE memgate_policy_evaluation_duration_seconds histogram\n"+
+			"memgate_policy_evaluation_duration_seconds_bucket{le=\"0.0005\"} 0\n"+
+			"memgate_policy_evaluation_duration_seconds_bucket{le=\"0.001\"} %d\n"+
+			"memgate_policy_evaluation_duration_seconds_bucket{le=\"+Inf\"} %d\n"+
+			"memgate_policy_evaluation_duration_seconds_sum %g\n"+
+			"memgate_policy_evaluation_duration_seconds_count %d\n", 200*k, 200*k, 0.02*float64(k), 200*k)
+	}))
+	defer metricsSrv.Close()
+	var progress strings.Builder
+	res, err := RunWritePath(context.Background(), WritePathConfig{
+		Config: Config{Target: target, Duration: 300 * time.Millisecond, Warmup: 50 * time.Millisecond, Subjects: 4, Seed: 3},
+		Runs:   2, Writers: 3, BaselineDir: t.TempDir(), MetricsURL: metricsSrv.URL, Token: "tok"}, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	res.Print(&out, 3)
+	t.Log("\n" + progress.String() + out.String())
+	if len(res.Runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(res.Runs))
+	}
+	for i, r := range append(res.Runs, res.Median) {
+		if r.P50Ratio <= 0 || r.ThroughputRatio <= 0 || r.MemgateP50 <= 0 || r.BaselineThroughput <= 0 {
+			t.Errorf("figures %d not computed: %+v", i, r)
+		}
+		if r.EvalsPerWrite != 2 || r.PolicyPerWrite != 200*time.Microsecond || r.EvalP99 != time.Millisecond {
+			t.Errorf("policy figures %d: %v evaluations, %v a write, p99 ≤ %v; want 2, 200µs, 1ms", i, r.EvalsPerWrite, r.PolicyPerWrite, r.EvalP99)
+		}
+	}
+	if !strings.Contains(out.String(), "median") {
+		t.Errorf("report lacks the median:\n%s", out.String())
+	}
+}
+
+func TestMedianRun(t *testing.T) {
+	runs := []WritePathRun{{P50Ratio: 3, MemgateP50: time.Millisecond}, {P50Ratio: 1, MemgateP50: 3 * time.Millisecond}, {P50Ratio: 2, MemgateP50: 2 * time.Millisecond}}
+	if m := medianRun(runs); m.P50Ratio != 2 || m.MemgateP50 != 2*time.Millisecond {
+		t.Errorf("median of three: %+v", m)
+	}
+	if m := medianRun(runs[:2]); m.P50Ratio != 2 || m.MemgateP50 != 2*time.Millisecond {
+		t.Errorf("median of two: %+v", m)
 	}
 }

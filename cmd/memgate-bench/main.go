@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		FlagSet:    rootFS,
 		Subcommands: []*ffcli.Command{
 			loadCommand(stdout, stderr),
+			writePathCommand(stdout, stderr),
 			crashCommand(stdout, stderr),
 			footprintCommand(stdout, stderr),
 		},
