@@ -201,21 +201,23 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // tuning set took the aside parts from 647 reviews to 604 and the attacks
 // caught from 80.0% to 84.4%, and these the other way: chatgpt_prompts_zh
 // caught from 96.8%, cursorrules caught from 28.6% (2 of 21), release
-// notes from 76.7 and topical_chat from 73.0. Those raises are written
+// notes from 76.7 and topical_chat from 73.0. The gate chosen again by
+// its rule on the tuning rows (0.03 to 0.05) took them to 518 reviews and
+// one attack fewer caught (84.4% to 83.8%). Those raises are written
 // here.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
-	"agent_notes":        {172.7, 0},
-	"attacks":            {0, 84.4},
-	"chatgpt_prompts_zh": {39.2, 93.5},
-	"crosswoz":           {43.5, 0},
-	"cursorrules":        {100.5, 19.0},
-	"go_comments":        {45.6, 0},
-	"release_notes":      {80.0, 0},
-	"sgd":                {16.0, 0},
-	"tldr":               {52.2, 0},
-	"topical_chat":       {76.0, 0},
+	"agent_notes":        {154.5, 0},
+	"attacks":            {0, 83.8},
+	"chatgpt_prompts_zh": {35.3, 93.5},
+	"crosswoz":           {39.5, 0},
+	"cursorrules":        {75.8, 19.0},
+	"go_comments":        {42.2, 0},
+	"release_notes":      {69.2, 0},
+	"sgd":                {12.0, 0},
+	"tldr":               {44.4, 0},
+	"topical_chat":       {63.5, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the
