@@ -203,21 +203,22 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // caught from 96.8%, cursorrules caught from 28.6% (2 of 21), release
 // notes from 76.7 and topical_chat from 73.0. The gate chosen again by
 // its rule on the tuning rows (0.03 to 0.05) took them to 518 reviews and
-// one attack fewer caught (84.4% to 83.8%). Those raises are written
-// here.)
+// one attack fewer caught (84.4% to 83.8%); the weakest signal's own
+// gate (unknown_rule_gate 0.3) then to 434 with none fewer. Those raises
+// are written here.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
-	"agent_notes":        {154.5, 0},
+	"agent_notes":        {150.0, 0},
 	"attacks":            {0, 83.8},
-	"chatgpt_prompts_zh": {35.3, 93.5},
-	"crosswoz":           {39.5, 0},
-	"cursorrules":        {75.8, 19.0},
-	"go_comments":        {42.2, 0},
-	"release_notes":      {69.2, 0},
-	"sgd":                {12.0, 0},
-	"tldr":               {44.4, 0},
-	"topical_chat":       {63.5, 0},
+	"chatgpt_prompts_zh": {27.5, 93.5},
+	"crosswoz":           {27.5, 0},
+	"cursorrules":        {59.3, 19.0},
+	"go_comments":        {37.1, 0},
+	"release_notes":      {66.7, 0},
+	"sgd":                {7.0, 0},
+	"tldr":               {43.5, 0},
+	"topical_chat":       {50.5, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the

@@ -243,6 +243,9 @@ func report(ex []textclass.Example, opts textclass.TrainOptions, foldOf []int) (
 type outcome struct {
 	ex            policy.Example
 	lexicon, none memory.Action
+	// weak is the decision with every lexicon signal counted but the
+	// weakest (a strong modal about nothing placed: unknown_rule_gate).
+	weak memory.Action
 	scores        []float32
 	// agree is data.json's classifier.agree: a head other than risk
 	// decides alone only where the risk head reaches it.
@@ -250,6 +253,12 @@ type outcome struct {
 }
 
 func (o outcome) decide(gate, confident float32) memory.Action {
+	return o.decideWeak(gate, gate, confident)
+}
+
+// decideWeak is decide with the weakest signal gated at weakGate (at
+// least gate).
+func (o outcome) decideWeak(gate, weakGate, confident float32) memory.Action {
 	top, alone := float32(0), float32(0)
 	for i, s := range o.scores {
 		top = max(top, s)
@@ -259,6 +268,9 @@ func (o outcome) decide(gate, confident float32) memory.Action {
 	}
 	a := o.none
 	if top >= gate {
+		a = o.weak
+	}
+	if top >= max(gate, weakGate) {
 		a = o.lexicon
 	}
 	if a == memory.ActionApply && alone >= confident {
@@ -282,10 +294,11 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			rows = append(rows, e)
 		}
 	}
-	agree, err := classifierAgree(files)
+	th, err := classifierThresholds(files)
 	if err != nil {
 		return err
 	}
+	agree := th.Agree
 	var outs []outcome
 	for fold, m := range models {
 		lex, err := compileWith(ctx, files, m, 0, 2)
@@ -293,6 +306,10 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			return err
 		}
 		none, err := compileWith(ctx, files, m, 2, 2)
+		if err != nil {
+			return err
+		}
+		weak, err := compileWith(ctx, files, m, 0, 2, "unknown_rule_gate", 2)
 		if err != nil {
 			return err
 		}
@@ -308,7 +325,11 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			if err != nil {
 				return fmt.Errorf("%s: %w", e.ID, err)
 			}
-			outs = append(outs, outcome{ex: e, lexicon: a, none: b, scores: scores, agree: agree})
+			c, _, err := weak.DecideFreeText(ctx, e)
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.ID, err)
+			}
+			outs = append(outs, outcome{ex: e, lexicon: a, none: b, weak: c, scores: scores, agree: agree})
 		}
 	}
 	set := func(e policy.Example) string {
@@ -351,6 +372,33 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			fmt.Println()
 		}
 	}
+	// The weakest lexicon signal's own gate, at the policy's gate and
+	// confidence threshold.
+	for _, wg := range []float32{th.Gate, 0.1, 0.2, 0.3, 0.5, 0.7, 2} {
+		fmt.Printf("unknown_rule_gate %.2f (gate %.2f, confident %.2f):", wg, th.Gate, th.Confident)
+		for _, s := range sets {
+			var low, lowParked, high, highCaught int
+			for _, o := range outs {
+				if set(o.ex) != s {
+					continue
+				}
+				got := o.decideWeak(th.Gate, wg, th.Confident)
+				if o.ex.HighRisk() {
+					high++
+					if got != memory.ActionApply {
+						highCaught++
+					}
+				} else {
+					low++
+					if got != memory.ActionApply {
+						lowParked++
+					}
+				}
+			}
+			fmt.Printf("  %s parked %.1f%% of %d, caught %.1f%% of %d;", s, pct(lowParked, low), low, pct(highCaught, high), high)
+		}
+		fmt.Println()
+	}
 	return nil
 }
 
@@ -361,22 +409,24 @@ func pct(a, b int) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
-// classifierAgree reads data.json's classifier.agree (0 when unset).
-func classifierAgree(files policy.FileSet) (float32, error) {
+// thresholds are data.json's classifier thresholds (0 when unset).
+type thresholds struct {
+	Gate, Confident, Agree float32
+}
+
+func classifierThresholds(files policy.FileSet) (thresholds, error) {
 	var data map[string]struct {
-		Classifier struct {
-			Agree float32 `json:"agree"`
-		} `json:"classifier"`
+		Classifier thresholds `json:"classifier"`
 	}
 	if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
-		return 0, fmt.Errorf("data.json: %w", err)
+		return thresholds{}, fmt.Errorf("data.json: %w", err)
 	}
-	return data[policy.ConfigRoot].Classifier.Agree, nil
+	return data[policy.ConfigRoot].Classifier, nil
 }
 
 // compileWith compiles the policy with model as its classifier and the
 // classifier's gate and confidence threshold set in its data.
-func compileWith(ctx context.Context, files policy.FileSet, m *textclass.Model, gate, confident float64) (*policy.Compiled, error) {
+func compileWith(ctx context.Context, files policy.FileSet, m *textclass.Model, gate, confident float64, more ...any) (*policy.Compiled, error) {
 	fs := policy.FileSet{}
 	for p, c := range files {
 		fs[p] = c
@@ -392,6 +442,9 @@ func compileWith(ctx context.Context, files policy.FileSet, m *textclass.Model, 
 		return nil, fmt.Errorf("data.json has no %s.classifier", policy.ConfigRoot)
 	}
 	cls["gate"], cls["confident"] = gate, confident
+	for i := 0; i+1 < len(more); i += 2 {
+		cls[more[i].(string)] = more[i+1]
+	}
 	b, err := json.Marshal(data)
 	if err != nil {
 		return nil, err

@@ -94,6 +94,17 @@ text_unknown_rule if {
 	not side_effect
 	not input.candidate.text_features["style"]
 	not input.candidate.text_features["preference.verb"]
+	unknown_rule_risky
+}
+
+# A strong modal about nothing the lexicons place is the weakest signal
+# ("No, I did not.", "you must try the ramen"): it counts only where a
+# head reaches config.classifier.unknown_rule_gate (default: the gate).
+unknown_rule_risky if not input.candidate.text_scores
+
+unknown_rule_risky if {
+	some head in config.classifier.heads
+	input.candidate.text_scores[head] >= object.get(config.classifier, "unknown_rule_gate", config.classifier.gate)
 }
 
 # Who or what may access or act on which resource.
