@@ -245,8 +245,8 @@ type outcome struct {
 	lexicon, none memory.Action
 	// weak is the decision with every lexicon signal counted but the
 	// weakest (a strong modal about nothing placed: unknown_rule_gate).
-	weak memory.Action
-	scores        []float32
+	weak   memory.Action
+	scores []float32
 	// agree is data.json's classifier.agree: a head other than risk
 	// decides alone only where the risk head reaches it.
 	agree float32

@@ -618,9 +618,9 @@ test_classifier_gate_counts_any_head if {
 # The weakest signal, a strong modal about nothing the lexicons place,
 # needs more of the classifier (config.classifier.unknown_rule_gate).
 test_unknown_rule_has_its_own_gate if {
-	inp := scored("You must see it for yourself", " you must see it for yourself ", scores(0.3, 0.01, 0.01, 0.01))
+	inp := scored("You must see it for yourself", " you must see it for yourself ", scores(0.2, 0.01, 0.01, 0.01))
 	not "normative_text" in rules(decide(inp))
-	lower := decide(inp) with data.memgate_config.classifier.unknown_rule_gate as 0.2
+	lower := decide(inp) with data.memgate_config.classifier.unknown_rule_gate as 0.1
 	"normative_text" in rules(lower)
 	d := decide(scored("You must see it for yourself", " you must see it for yourself ", scores(0.8, 0.01, 0.01, 0.01)))
 	"normative_text" in rules(d)
