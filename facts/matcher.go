@@ -1,0 +1,70 @@
+package facts
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
+)
+
+// Matcher is the memory.FactMatcher over the search index: its
+// candidates are the active memories of the write's subject and scope
+// that rank highest for the write's text (BM25; with an embedder, by
+// meaning too), and Compare decides.
+type Matcher struct {
+	Index *search.Index
+	// Candidates is how many ranked memories are compared (0: 8).
+	Candidates int
+}
+
+var _ memory.FactMatcher = (*Matcher)(nil)
+
+// maxQueryBytes bounds the text searched for: a write longer than this is
+// searched for by its beginning (a repeat of it still ranks first).
+const maxQueryBytes = 2 << 10
+
+// MatchFact returns the strongest match for rec (a repeat, then an update,
+// then a possible conflict; the best ranked among equals), or nil.
+func (m *Matcher) MatchFact(ctx context.Context, rec *memory.Record) (*memory.FactMatch, error) {
+	f, err := search.FromList(memory.ListFilter{SubjectID: rec.SubjectID, Scope: rec.Scope})
+	if err != nil {
+		return nil, fmt.Errorf("facts: %w", err)
+	}
+	n := m.Candidates
+	if n <= 0 {
+		n = 8
+	}
+	hits, err := m.Index.Search(ctx, search.Query{Text: prefix(rec.Summary, maxQueryBytes), Filter: f, TopK: n})
+	if err != nil {
+		return nil, fmt.Errorf("facts: candidates: %w", err)
+	}
+	var best *memory.FactMatch
+	bestRel := Distinct
+	for _, h := range hits {
+		r := h.Record
+		if r.ID == rec.ID || r.SubjectID != rec.SubjectID || r.Scope != rec.Scope || r.Op == memory.OpDelete {
+			continue // the scope filter lets wider scopes through; a match must be in the same one
+		}
+		rel, why := Compare(rec.Summary, r.Summary)
+		if rel > bestRel {
+			bestRel = rel
+			best = &memory.FactMatch{Kind: kinds[rel], SlotID: r.SlotID, RecordID: r.ID, Reason: why, Record: r}
+		}
+	}
+	return best, nil
+}
+
+var kinds = map[Relation]memory.MatchKind{Repeat: memory.MatchRepeat, Update: memory.MatchUpdate, Possible: memory.MatchPossible}
+
+// prefix is s cut to at most n bytes, at a rune boundary.
+func prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
