@@ -120,12 +120,13 @@ func (g *Governor) lockFacts(ctx context.Context, rec *Record) (func(), error) {
 
 // matchesFacts reports whether a write is free text the matcher looks at:
 // a new memory with text and no slot of a fact (placeRecord gave it a slot
-// of its own), without a secret (it is rejected anyway). Adoption of a
-// Markdown file's baseline is not matched: each of its entries is a line
-// the guard keeps apart.
+// of its own), without a secret (it is rejected anyway), from a writer
+// that does not keep its memories apart. The Markdown guard does (each
+// entry is a line of a file; its diff pairs an edited entry with the
+// entry's slot), and so does the adoption of a file's baseline.
 func (g *Governor) matchesFacts(w *write) bool {
 	rec := w.rec
-	return g.matcher != nil && rec.Op == OpWrite && !w.byID && !w.adopt && rec.SlotID == rec.ID &&
+	return g.matcher != nil && rec.Op == OpWrite && !w.byID && !w.adopt && !w.apart && rec.SlotID == rec.ID &&
 		rec.FactType == "" && rec.Summary != "" && len(w.findings) == 0
 }
 

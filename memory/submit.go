@@ -59,7 +59,7 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 	}
 	findings := ScanRecord(g.secrets, rec)
 	// The judge is asked before any lock: a model's answer takes long.
-	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, tenant: tenant,
+	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, apart: c.KeepApart, tenant: tenant,
 		findings: findings, verdict: g.askJudge(ctx, rec, findings)}
 	// Free text that policy did not place is matched with the active
 	// memories of its subject under the subject's fact lock, held until
@@ -210,6 +210,7 @@ type write struct {
 	placed   Layer // its layer before the slot's layers raise it
 	byID     bool  // an edit or delete of a memory named by id
 	adopt    bool
+	apart    bool // the writer keeps its memories apart (Candidate.KeepApart)
 	tenant   Tenant
 	findings []SecretFinding
 	verdict  *Verdict
