@@ -25,10 +25,14 @@ func (r Relation) String() string {
 // Compare tells how the text of a write relates to the text of an active
 // memory, with a short reason (see the package documentation).
 func Compare(text, memory string) (Relation, string) {
-	if textfold.Key(text) == textfold.Key(memory) {
+	return compare(parse(text), parse(memory))
+}
+
+// compare is Compare of two parsed texts.
+func compare(a, b *clause) (Relation, string) {
+	if a.folded == b.folded {
 		return Repeat, "the same text"
 	}
-	a, b := parse(text), parse(memory)
 	if len(a.words) == 0 || len(b.words) == 0 {
 		return Distinct, ""
 	}
@@ -83,6 +87,7 @@ const (
 
 // clause is a text read as key, relation, value and context.
 type clause struct {
+	folded    string   // textfold.Key of the text
 	words     []string // canonical words in order, fillers and negations dropped
 	neg       bool     // a negation was dropped
 	piv       int      // where the relation starts in words; -1: none
@@ -121,6 +126,15 @@ var pivots = func() []pivot {
 	add(relUse|relCopula|relPrefer|relChange, "switched to", "switch to", "has switched to", "切换到", "改用", "换用")
 	add(relUse, "use", "is using", "run on", "run", "使用", "用")
 	slices.SortStableFunc(out, func(a, b pivot) int { return len(b.words) - len(a.words) })
+	return out
+}()
+
+// pivotsByFirst holds pivots by their first word, longest first.
+var pivotsByFirst = func() map[string][]pivot {
+	out := map[string][]pivot{}
+	for _, p := range pivots {
+		out[p.words[0]] = append(out[p.words[0]], p)
+	}
 	return out
 }()
 
@@ -190,8 +204,9 @@ func (p phrases) match(ws []string, i int) int {
 
 // parse reads a text as a clause.
 func parse(text string) *clause {
-	raw, caps := tokens(text)
-	c := &clause{piv: -1}
+	folded := textfold.Key(text)
+	raw, caps := tokens(text, folded)
+	c := &clause{folded: folded, piv: -1}
 	words := make([]string, 0, len(raw))
 	capital := make([]bool, 0, len(raw))
 	for i := 0; i < len(raw); {
@@ -210,7 +225,7 @@ func parse(text string) *clause {
 	}
 	c.words = words
 	for i := range words {
-		for _, p := range pivots {
+		for _, p := range pivotsByFirst[words[i]] {
 			if i+len(p.words) <= len(words) && slices.Equal(words[i:i+len(p.words)], p.words) && !partOfWord(words, i, p) {
 				c.piv, c.cls = i, p.cls
 				c.key = words[:i]
@@ -314,7 +329,7 @@ func overlap(a, b []string) float64 {
 // tokens splits a text into canonical words (textfold.Key, one token per
 // Chinese or Japanese character, possessive 's dropped, plurals and verb
 // endings folded, synonyms folded) and says which were capitalised.
-func tokens(text string) (words []string, capital []bool) {
+func tokens(text, folded string) (words []string, capital []bool) {
 	caps := map[string]bool{}
 	for _, w := range strings.FieldsFunc(textfold.Text(text), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }) {
 		if r := []rune(w); len(r) > 0 && unicode.IsUpper(r[0]) {
@@ -332,7 +347,7 @@ func tokens(text string) (words []string, capital []bool) {
 		words = append(words, canon(base))
 		capital = append(capital, caps[base])
 	}
-	for _, r := range textfold.Key(text) {
+	for _, r := range folded {
 		switch {
 		case r == ' ':
 			flush()
