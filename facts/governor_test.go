@@ -3,6 +3,7 @@ package facts_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -214,4 +215,21 @@ func TestConcurrentRepeatsMakeOneMemory(t *testing.T) {
 		url := pgtest.New(t)
 		run(t, postgres(t, url, applyAll), postgres(t, url, applyAll))
 	})
+}
+
+// TestLongRepeatsAreNoOps: a write far longer than a search query takes
+// (English and Chinese, up to the 16 KiB a summary may hold) is searched
+// for by its beginning, and its repeat is still a no-op.
+func TestLongRepeatsAreNoOps(t *testing.T) {
+	g := badger(t, applyAll, nil)
+	for _, text := range []string{strings.Repeat("Alice keeps notes about every meeting she attends. ", 300),
+		strings.Repeat("用户每次开会都会记录会议内容和待办事项。", 250)} {
+		first := write(t, g, "long", text)
+		if again := write(t, g, "long", strings.ToUpper(text)); again.Outcome != memory.OutcomeUnchanged || again.Record.ID != first.Record.ID {
+			t.Errorf("a repeat of a %d-byte text: %s", len(text), again.Outcome)
+		}
+	}
+	if n := len(active(t, g, "long")); n != 2 {
+		t.Errorf("%d active memories, want 2", n)
+	}
 }

@@ -3,7 +3,6 @@ package facts
 import (
 	"context"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/search"
@@ -22,9 +21,11 @@ type Matcher struct {
 
 var _ memory.FactMatcher = (*Matcher)(nil)
 
-// maxQueryBytes bounds the text searched for: a write longer than this is
-// searched for by its beginning (a repeat of it still ranks first).
-const maxQueryBytes = 2 << 10
+// maxQueryRunes bounds the text searched for: a write longer than this
+// is searched for by its beginning (a repeat of it still ranks first),
+// well within the terms a search takes (search.MaxQueryTerms), Chinese
+// included (a term per pair of characters).
+const maxQueryRunes = 512
 
 // MatchFact returns the strongest match for rec (a repeat, then an update,
 // then a possible conflict; the best ranked among equals), or nil.
@@ -37,7 +38,11 @@ func (m *Matcher) MatchFact(ctx context.Context, rec *memory.Record) (*memory.Fa
 	if n <= 0 {
 		n = 8
 	}
-	hits, err := m.Index.Search(ctx, search.Query{Text: prefix(rec.Summary, maxQueryBytes),
+	query := rec.Summary
+	if rs := []rune(query); len(rs) > maxQueryRunes {
+		query = string(rs[:maxQueryRunes])
+	}
+	hits, err := m.Index.Search(ctx, search.Query{Text: query,
 		Filter: search.Eq("subject_id", rec.SubjectID), TopK: n})
 	if err != nil {
 		return nil, fmt.Errorf("facts: candidates: %w", err)
@@ -60,14 +65,3 @@ func (m *Matcher) MatchFact(ctx context.Context, rec *memory.Record) (*memory.Fa
 }
 
 var kinds = map[Relation]memory.MatchKind{Repeat: memory.MatchRepeat, Update: memory.MatchUpdate, Possible: memory.MatchPossible}
-
-// prefix is s cut to at most n bytes, at a rune boundary.
-func prefix(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
