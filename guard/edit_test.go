@@ -135,3 +135,28 @@ func TestAnotherDialectsMetadataMarkdownNeverReachesTheFile(t *testing.T) {
 		t.Fatalf("the writer's metadata reached the file:\n%s", e.read("MEMORY.md"))
 	}
 }
+
+// TestEntriesThatRepeatEachOtherStayApart: two lines of a file that state
+// one fact (the second a normalised repeat of the first) are two entries
+// with a memory each, so that removing one never takes the other's memory
+// away while its line is in the file. Edits are paired with their slot by
+// the guard's diff; the fact matcher leaves its entries alone.
+func TestEntriesThatRepeatEachOtherStayApart(t *testing.T) {
+	e := newEnv(t)
+	const base = "# MEMORY.md\n\n- The user likes tea.\n"
+	e.write("MEMORY.md", base)
+	e.startGuard()
+	first := e.waitActive("likes tea")
+	both := base + "- the user likes tea\n"
+	e.write("MEMORY.md", both)
+	second := e.waitActive("the user likes tea")
+	if second.SlotID == first.SlotID {
+		t.Fatalf("the repeated line shares the first line's memory %s", first.SlotID)
+	}
+	e.write("MEMORY.md", "# MEMORY.md\n\n- the user likes tea\n")
+	e.waitFor("the first line's memory to go", func() bool { return e.active("The user likes tea.") == nil })
+	e.stays("MEMORY.md", "# MEMORY.md\n\n- the user likes tea\n")
+	if r := e.active("the user likes tea"); r == nil || r.ID != second.ID {
+		t.Fatalf("the line still in the file keeps its memory: %v", r)
+	}
+}

@@ -17,9 +17,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/memgate/memgate/facts"
 	"github.com/memgate/memgate/guard"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
+	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
 
@@ -28,6 +30,7 @@ type env struct {
 	dir   string // the workspace
 	db    string
 	st    *store.Store
+	index *search.Index
 	cls   *policy.Classifier
 	gov   *memory.Governor
 	g     *guard.Guard
@@ -52,7 +55,7 @@ func newEnv(t *testing.T) *env {
 	}
 	t.Cleanup(func() { e.cls.Close(context.Background()) })
 	e.openStore()
-	t.Cleanup(func() { e.stop(); e.st.Close() })
+	t.Cleanup(func() { e.stop(); e.index.Close(); e.st.Close() })
 	return e
 }
 
@@ -61,8 +64,11 @@ func (e *env) openStore() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.st = st
-	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls})
+	// As the sidecar wires it: free text is matched with the active
+	// memories, which the guard's entries (KeepApart) never are.
+	e.st, e.index = st, search.New(st, search.Options{})
+	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Active: e.index,
+		Facts: &facts.Matcher{Index: e.index}})
 }
 
 // start starts the guard and waits until it judged the files at start.
@@ -108,6 +114,7 @@ func (e *env) stop() {
 func (e *env) restart() {
 	e.t.Helper()
 	e.stop()
+	e.index.Close()
 	if err := e.st.Close(); err != nil {
 		e.t.Fatal(err)
 	}

@@ -395,7 +395,9 @@ func (g *Guard) candidate(p string, c markdown.Change, slot string) memory.Candi
 		e = c.Old
 	}
 	heading := escapeText(headingText(e.Heading))
-	cand := memory.Candidate{SubjectID: g.subject(p), CandidateSource: memory.SourceTool,
+	// KeepApart: an entry is a line of the file, never merged with
+	// another; Diff pairs an edited entry with its slot (Changed).
+	cand := memory.Candidate{SubjectID: g.subject(p), CandidateSource: memory.SourceTool, KeepApart: true,
 		Actor:    memory.Actor{Dialect: Dialect, AgentID: agentID(rel), RunID: g.runID, Client: "memgate-guard"},
 		Evidence: memory.Evidence{SourceRef: fmt.Sprintf("%s:%d", rel, e.Line), Excerpt: "in " + rel + " under " + heading},
 		Metadata: map[string]any{"file": rel, "heading": heading, "headingPath": e.Heading, "markdown": e.Text}}

@@ -44,6 +44,10 @@ type Options struct {
 	// PolicyMode is the mode to start in ("": enforce); SetPolicyMode
 	// changes it at run time.
 	PolicyMode PolicyMode
+	// Facts, if set, matches free-text writes with the active memories
+	// that state the same fact (facts.go); without it each free-text
+	// write that policy does not place opens a memory of its own.
+	Facts FactMatcher
 }
 
 // Governor runs every memory write through policy and applies the resulting
@@ -72,6 +76,8 @@ type Governor struct {
 	secrets SecretScanner
 	judge   Judge
 	active  ActiveLister
+	matcher FactMatcher
+	facts   factLocks       // per-subject serialization of free text (facts.go)
 	mode    atomic.Bool     // shadow mode (shadow.go)
 	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
 }
@@ -80,7 +86,7 @@ type Governor struct {
 func NewGovernor(o Options) *Governor {
 	g := &Governor{store: o.Store, policy: o.Classifier, obs: o.Observer, log: o.Logger, now: o.Now,
 		newID: o.NewID, outbox: o.Outbox, waker: o.Waker, timeout: o.PolicyTimeout, batch: o.BatchSlots,
-		secrets: o.Secrets, judge: o.Judge, active: o.Active}
+		secrets: o.Secrets, judge: o.Judge, active: o.Active, matcher: o.Facts}
 	if g.secrets == nil {
 		g.secrets, _ = o.Classifier.(SecretScanner)
 	}

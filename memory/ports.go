@@ -238,6 +238,11 @@ type Candidate struct {
 	Actor           Actor           `json:"actor,omitempty"`
 	Scope           Scope           `json:"scope,omitzero"`
 	Metadata        map[string]any  `json:"metadata,omitempty"`
+	// KeepApart asks that the write not be matched with other memories
+	// (facts.go): the Markdown guard's entries are each a line of a file,
+	// and the guard pairs an edited entry with its slot itself. Not
+	// something a client can send.
+	KeepApart bool `json:"-"`
 }
 
 // ActiveLister lists the active layer from an index kept in step with the

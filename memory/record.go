@@ -291,9 +291,13 @@ type Record struct {
 	// Reparked counts the times an approval found the slot changed and the
 	// write was parked again, re-evaluated against the new head (Restale).
 	// It only grows; see ParkVersion.
-	Reparked int       `json:"reparked,omitempty"`
-	Decision *Decision `json:"decision,omitempty"`
-	Review   *Review   `json:"review,omitempty"`
+	Reparked int `json:"reparked,omitempty"`
+	// FactMatch names the active memory the fact matcher found this
+	// free-text write to repeat, update or possibly conflict with
+	// (facts.go); nil when it was not matched.
+	FactMatch *FactMatch `json:"factMatch,omitempty"`
+	Decision  *Decision  `json:"decision,omitempty"`
+	Review    *Review    `json:"review,omitempty"`
 	// RollbackReason says why a rolled-back record was undone.
 	RollbackReason string    `json:"rollbackReason,omitempty"`
 	CreatedAt      time.Time `json:"createdAt"`
@@ -329,6 +333,10 @@ func (r *Record) Clone() *Record {
 	if r.Review != nil {
 		rv := *r.Review
 		c.Review = &rv
+	}
+	if r.FactMatch != nil {
+		m := *r.FactMatch
+		c.FactMatch = &m
 	}
 	return &c
 }

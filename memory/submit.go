@@ -3,8 +3,10 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // SubmitResult is the outcome of one candidate.
@@ -56,17 +58,49 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 		return nil, err
 	}
 	findings := ScanRecord(g.secrets, rec)
-	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, tenant: tenant,
+	// The judge is asked before any lock: a model's answer takes long.
+	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, apart: c.KeepApart, tenant: tenant,
 		findings: findings, verdict: g.askJudge(ctx, rec, findings)}
+	// Free text that policy did not place is matched with the active
+	// memories of its subject under the subject's fact lock, held until
+	// the write has committed (facts.go).
+	unlockFacts := func() {}
+	if g.matchesFacts(w) {
+		unlock, err := g.lockFacts(ctx, rec)
+		if err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+		unlockFacts = unlock
+		defer unlock()
+		g.matchFact(ctx, w)
+	}
+	res, err := g.commit(ctx, w, now, unlockFacts)
+	if errors.Is(err, errNoLongerRepeat) {
+		// The memory changed under the write (an edit by id takes no fact
+		// lock): the write goes to its slot as an update, judged as any.
+		w.repeatOf, w.match = "", MatchUpdate
+		res, err = g.commit(ctx, w, now, unlockFacts)
+	}
+	return res, err
+}
 
+// errNoLongerRepeat aborts the transaction of a write the matcher found to
+// repeat a memory that has changed since.
+var errNoLongerRepeat = errors.New("the repeated memory changed")
+
+// commit decides the write against its slot and applies the decision in
+// one transaction; unlockFacts is released with the slot's lock.
+func (g *Governor) commit(ctx context.Context, w *write, now time.Time, unlockFacts func()) (*SubmitResult, error) {
+	rec := w.rec
 	// Policy decides from a snapshot, before the slot is locked; the
 	// transaction keeps the decision if the slot is still at the revision
 	// it was made at, and decides again against the new state otherwise.
 	// While another write holds the slot's lock, a snapshot would most
 	// likely be outdated by the time the lock is ours: the transaction
-	// decides alone, and policy still runs once.
+	// decides alone, and policy still runs once. A repeat is checked in
+	// the transaction first, and asks policy only if it no longer is one.
 	var r *ruling
-	if !g.busy(rec.SlotID) {
+	if w.repeatOf == "" && !g.busy(rec.SlotID) {
 		var snap SlotState
 		err := g.store.View(ctx, func(tx ReadTx) (err error) {
 			snap, err = loadSlot(tx, rec.SlotID)
@@ -80,9 +114,11 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 		}
 	}
 
-	unlock := g.lock(rec.SlotID)
+	unlockSlot := g.lock(rec.SlotID)
+	unlock := func() { unlockSlot(); unlockFacts() }
 	var res *SubmitResult
 	var conflicts []string
+	repeated := false
 	err := g.update(ctx, unlock, func(tx Tx) error {
 		slot, err := tx.Slot(rec.SlotID) // a read the transaction conflicts on
 		if ErrorCode(err) == ENOTFOUND {
@@ -95,10 +131,20 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 			if err != nil {
 				return err
 			}
+			if w.repeatOf != "" {
+				if !w.repeats(st) {
+					return errNoLongerRepeat
+				}
+				repeated = true
+				eff, outcome := Repeat(st, rec, now)
+				res = &SubmitResult{Outcome: outcome, Record: st.Active()}
+				return g.apply(tx, &eff)
+			}
 			if r, err = g.rule(ctx, st, w); err != nil {
 				return err
 			}
 		}
+		repeated = false
 		st, dec, in := r.st, r.dec, r.input()
 		eff, outcome, err := Submit(st, rec, dec, now)
 		if err != nil {
@@ -135,8 +181,16 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 		conflicts = eff.Conflicts
 		return nil
 	})
-	if err != nil {
+	if errors.Is(err, errNoLongerRepeat) {
+		return nil, err
+	} else if err != nil {
 		return nil, fmt.Errorf("submit: %w", err)
+	}
+	if fo, ok := g.obs.(FactObserver); ok && w.match != "" {
+		fo.FactMatched(w.match)
+	}
+	if repeated {
+		return res, nil // no policy decision: nothing was decided
 	}
 	g.obs.Write(rec.Actor.Dialect, r.dec.Effective(), r.dec.Risk)
 	if s := r.dec.Shadow; s != nil && res.Outcome != OutcomeUnchanged {
@@ -156,9 +210,12 @@ type write struct {
 	placed   Layer // its layer before the slot's layers raise it
 	byID     bool  // an edit or delete of a memory named by id
 	adopt    bool
+	apart    bool // the writer keeps its memories apart (Candidate.KeepApart)
 	tenant   Tenant
 	findings []SecretFinding
 	verdict  *Verdict
+	match    MatchKind // what the fact matcher found ("": not matched)
+	repeatOf string    // the active record the write repeats, per the matcher
 }
 
 // ruling is policy's decision on a write against one state of its slot.

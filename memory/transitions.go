@@ -94,9 +94,8 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 	}
 	action := dec.Effective()
 	if action == ActionApply && rec.Op != OpDelete && active.SameContent(rec) {
-		ev := eff.event(EventUnchanged, active, now)
-		ev.Actor = &rec.Actor
-		return eff, OutcomeUnchanged, nil
+		eff, outcome := Repeat(st, rec, now)
+		return eff, outcome, nil
 	}
 
 	if action == ActionReject {
@@ -140,6 +139,18 @@ func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Ou
 	default:
 		return eff, "", Errorf(EINTERNAL, "policy returned unknown action %q", action)
 	}
+}
+
+// Repeat records a write that states what the slot's active version
+// states: nothing changes but the audit log, which keeps who repeated it.
+// The governor calls it without asking policy for a free-text write the
+// fact matcher found to repeat an active memory (facts.go); st must have
+// an active version.
+func Repeat(st SlotState, rec *Record, now time.Time) (Effects, Outcome) {
+	var eff Effects
+	ev := eff.event(EventUnchanged, st.Active(), now)
+	ev.Actor = &rec.Actor
+	return eff, OutcomeUnchanged
 }
 
 // touchSlot returns a copy of the slot to write, creating it on first use,

@@ -27,6 +27,7 @@ var families = []string{
 	"memgate_conflicts_total",
 	"memgate_data_volume_free_bytes",
 	"memgate_data_volume_size_bytes",
+	"memgate_fact_matches_total",
 	"memgate_http_request_duration_seconds",
 	"memgate_http_requests_total",
 	"memgate_outbox_depth",

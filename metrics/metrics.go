@@ -45,6 +45,7 @@ var (
 type Metrics struct {
 	writes            *prometheus.CounterVec
 	conflicts         *prometheus.CounterVec
+	factMatches       *prometheus.CounterVec
 	rollbacks         *prometheus.CounterVec
 	rolledBackRecords *prometheus.CounterVec
 	staleApprovals    prometheus.Counter
@@ -100,6 +101,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "conflicts_total",
 			Help: "Conflicting writes by kind: an override parked for review, an override applied by policy, or a write parked beside another pending write to the same slot."},
 			[]string{"kind"}),
+		factMatches: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "fact_matches_total",
+			Help: "Free-text writes matched with an active memory of their subject: a repeat (a no-op), an update (sent to the memory's slot, where policy decides it as an override), or a possible conflict (kept apart and named)."},
+			[]string{"kind"}),
 		rollbacks: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "rollbacks_total",
 			Help: "Rollback operations by scope (record, cascade, quarantine, restore) and reason code."},
 			[]string{"scope", "reason"}),
@@ -148,7 +152,7 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 	for _, o := range opts {
 		o(m)
 	}
-	for _, c := range []prometheus.Collector{m.writes, m.conflicts, m.rollbacks, m.rolledBackRecords, m.staleApprovals,
+	for _, c := range []prometheus.Collector{m.writes, m.conflicts, m.factMatches, m.rollbacks, m.rolledBackRecords, m.staleApprovals,
 		m.reviewDecisions, m.reviewWait, m.policyEval, m.policyErrors, m.policyReloads, m.policyRevision,
 		m.shadowDecisions, m.policyMode} {
 		if err := reg.Register(c); err != nil {
@@ -165,6 +169,9 @@ func New(reg prometheus.Registerer, opts ...Option) (*Metrics, error) {
 func (m *Metrics) initialize() {
 	for _, k := range knownConflictKinds {
 		m.conflicts.WithLabelValues(k)
+	}
+	for _, k := range memory.MatchKinds {
+		m.factMatches.WithLabelValues(string(k))
 	}
 	for _, s := range knownScopes {
 		m.rolledBackRecords.WithLabelValues(s)

@@ -17,6 +17,14 @@ func (m *Metrics) Conflict(kind string) {
 	m.conflicts.WithLabelValues(m.kinds.value(kind)).Inc()
 }
 
+var _ memory.FactObserver = (*Metrics)(nil)
+
+// FactMatched counts a free-text write the fact matcher matched with an
+// active memory (memory.FactObserver). Kinds are memory's fixed set.
+func (m *Metrics) FactMatched(kind memory.MatchKind) {
+	m.factMatches.WithLabelValues(string(kind)).Inc()
+}
+
 // RolledBack counts a rollback of n versions with its reason
 // (memory.Observer). The reason label is a code taken from the reason text
 // (see reasonCode): operators who start reasons with "code:" get them

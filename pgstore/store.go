@@ -43,6 +43,9 @@ type Store struct {
 	stop   context.CancelFunc
 	probes sync.WaitGroup
 	closed atomic.Bool
+	// factConns bounds the connections LockFacts holds to half the pool,
+	// so the writes holding them always find one for their transaction.
+	factConns chan struct{}
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -84,7 +87,8 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Logger.Info("pgstore: schema migrated", "applied", applied)
 	}
 	probeCtx, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, log: o.Logger, instance: o.Instance, stop: stop}
+	s := &Store{pool: pool, log: o.Logger, instance: o.Instance, stop: stop,
+		factConns: make(chan struct{}, max(1, cfg.MaxConns/2))}
 	s.health.ctx, s.health.log = probeCtx, o.Logger
 	return s, nil
 }

@@ -312,6 +312,11 @@ func explainCommand(cl *cliEnv) *ffcli.Command {
 				if s := describeShadow(ex.Record.Decision); s != "" {
 					fmt.Fprintf(w, "Shadow:         %s\n", s)
 				}
+				if m := ex.Record.FactMatch; m != nil {
+					// The free-text memory the fact matcher found: the one a
+					// possible conflict stands beside, or an update replaced.
+					fmt.Fprintf(w, "Fact match:     %s of memory %s (version %s): %s\n", m.Kind, m.SlotID, m.RecordID, m.Reason)
+				}
 				if ex.Review != nil {
 					fmt.Fprintf(w, "Review:         %s by %s via %s at %s %s\n", ex.Review.Outcome, ex.Review.By, ex.Review.Route,
 						ex.Review.At.Format(time.RFC3339), ex.Review.Note)

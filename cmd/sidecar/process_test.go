@@ -329,9 +329,13 @@ func TestPolicyDirReloadsWithoutRestart(t *testing.T) {
 	}
 	writePolicy("apply")
 	p := startSidecar(t, t.TempDir(), "MEMGATE_POLICY_DIR="+policyDir)
+	// Each write names a subject of its own: a repeat of an active memory
+	// is a no-op that asks no policy (one fact per memory).
+	n := 0
 	write := func() wireRecord {
 		var r wireRecord
-		p.do("POST", p.Agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": "project-alpha", "summary": "auto-publish is enabled"}, &r)
+		n++
+		p.do("POST", p.Agent+"/api/v1/memories", map[string]any{"layer": "policy", "subjectId": fmt.Sprint("project-", n), "summary": "auto-publish is enabled"}, &r)
 		return r
 	}
 	if r := write(); r.Status != "active" {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/memgate/memgate/embed"
+	"github.com/memgate/memgate/facts"
 	"github.com/memgate/memgate/guard"
 	memjudge "github.com/memgate/memgate/judge"
 	"github.com/memgate/memgate/memory"
@@ -297,7 +298,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 
 	gov := memory.NewGovernor(memory.Options{Store: b.Store, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
 		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner,
-		Active: index, PolicyMode: mode})
+		Active: index, PolicyMode: mode, Facts: &facts.Matcher{Index: index}})
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: b.Disk, Outbox: b.Store, Logger: log}))
 
 	var ready atomic.Bool

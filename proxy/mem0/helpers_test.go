@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/facts"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
@@ -89,6 +90,9 @@ type env struct {
 	// records is the store the governor runs on, Badger's or PostgreSQL's:
 	// what a test reads to check what was written, on either.
 	records memory.Store
+	// facts matches free text with the active memories (facts.Matcher),
+	// as the binary does (newFactsEnv; Badger only).
+	facts bool
 }
 
 // newEnv opens a store in a temp dir and serves a Handler over it on
@@ -108,7 +112,19 @@ func newPolicyEnv(t *testing.T, cls memory.Classifier, with ...func(*Options)) *
 // PostgreSQL database pg if not empty.
 func startEnv(t *testing.T, cls memory.Classifier, pg string, with ...func(*Options)) *env {
 	t.Helper()
-	e := &env{t: t, cls: cls, dir: t.TempDir(), pg: pg, clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
+	return serveEnv(&env{t: t, cls: cls, dir: t.TempDir(), pg: pg}, with...)
+}
+
+// newFactsEnv is newPolicyEnv with free text matched as the binary does.
+func newFactsEnv(t *testing.T, cls memory.Classifier) *env {
+	t.Helper()
+	return serveEnv(&env{t: t, cls: cls, dir: t.TempDir(), facts: true})
+}
+
+func serveEnv(e *env, with ...func(*Options)) *env {
+	t := e.t
+	t.Helper()
+	e.clock = &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
 	for _, w := range with {
 		w(&e.opts)
 	}
@@ -133,9 +149,13 @@ func (e *env) open() {
 			e.t.Fatal(err)
 		}
 		e.st, e.records, e.closeStore = st, st, st.Close
-		e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now})
-		o.Events = NewEventLog(st)
 		o.Search = search.New(st, search.Options{}) // as the binary wires it: parts kept in memory
+		mo := memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now}
+		if e.facts {
+			mo.Facts = &facts.Matcher{Index: o.Search}
+		}
+		e.gov = memory.NewGovernor(mo)
+		o.Events = NewEventLog(st)
 	}
 	o.Gov, o.Now = e.gov, e.clock.Now
 	e.h = New(o)

@@ -1,0 +1,76 @@
+package facts_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/facts"
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/search"
+	"github.com/memgate/memgate/store"
+)
+
+// vocabulary for texts that share words the way a user's memories do.
+var vocabulary = strings.Fields(`alice bob project deploy window seat flight train coffee tea morning evening
+	database staging production cluster region budget team manager report weekly friday monday editor dark light
+	mode python golang postgres redis kafka office floor desk meeting room call email phone city berlin porto
+	lisbon tokyo hiking piano guitar novel movie dinner lunch gym yoga bike car bus release branch review test`)
+
+func sentence(r *rand.Rand, n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = vocabulary[r.IntN(len(vocabulary))]
+	}
+	return strings.Join(ws, " ") + fmt.Sprintf(" %d", r.IntN(1_000_000))
+}
+
+// BenchmarkWriteAt10kMemories: the p50 of a new free-text write for a user
+// holding 10,000 active memories, with and without the fact matcher.
+// Badger on disk with group commit, as the sidecar runs; no HTTP and no
+// policy, so the matcher's share is at its largest. The issue's target is
+// at most 10% more; measured on 2 shared cores it is about 0.35 ms without
+// and 2.4 ms with the matcher: the BM25 search of the user's part (about
+// 1 ms) and the loading of its candidates dominate (the target is not met
+// yet; see README, "One fact per memory").
+func BenchmarkWriteAt10kMemories(b *testing.B) {
+	for _, match := range []bool{false, true} {
+		b.Run(fmt.Sprint("matcher=", match), func(b *testing.B) {
+			st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			idx := search.New(st, search.Options{})
+			defer func() { idx.Close(); st.Close() }()
+			o := memory.Options{Store: st, Classifier: applyAll, Active: idx}
+			if match {
+				o.Facts = &facts.Matcher{Index: idx}
+			}
+			g := memory.NewGovernor(o)
+			ctx := context.Background()
+			r := rand.New(rand.NewPCG(1, 2))
+			scope := memory.Scope{UserID: "alice"}
+			for range 10_000 {
+				if _, err := g.Submit(ctx, memory.Candidate{Summary: sentence(r, 8), Scope: scope}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				if _, err := g.Submit(ctx, memory.Candidate{Summary: sentence(r, 8), Scope: scope}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		})
+	}
+}

@@ -1,0 +1,42 @@
+// Package facts tells, without a model, whether a free-text memory write
+// repeats an active memory, states a new value of its fact, or is another
+// fact (DESIGN §1 rule 1 for free text). The governor asks it through
+// memory.FactMatcher for each write that policy did not place in a slot.
+//
+// The Matcher takes its candidates from the search index (the same
+// subject and scope, ranked by BM25, and by meaning too when the index has
+// an embedder), then Compare reads each pair of texts:
+//
+//   - Repeat: the same text once case, width, look-alikes, white space and
+//     framing punctuation are folded (textfold.Key), or the same words in
+//     the same order once fillers ("now", "really", articles), plural
+//     endings and a few verb synonyms ("likes", "prefers") are folded.
+//   - Update: both texts name one fact, a key (subject and attribute) and
+//     a relation, and give it different values. A text is split at its
+//     relation ("is", "moved to", "prefers", "lives in", "works at"; "是",
+//     "改为", "喜欢", "住在"): the words before it, and any phrase after
+//     the value that starts with a preposition ("on flights", "when
+//     travelling"), are the key; the rest is the value. The relation must
+//     hold one value at a time: a copula or a change verb after a key
+//     that names an attribute ("Alice's manager is", "the staging
+//     database moved to", "项目的状态是"), a place or an employer; a
+//     preference or a tool only when the two values share their head
+//     ("window seats" and "aisle seats", "Postgres 15" and "Postgres
+//     16"). A negation added or removed on the same words ("eats meat",
+//     "no longer eats meat") is an update too.
+//   - Possible: the same key and relation with values that may both hold
+//     ("likes cats", "likes dogs"): kept apart, and named on the record so
+//     explain shows it.
+//   - Distinct: anything else. "Alice's manager is Tom" and "Alice manages
+//     Tom" have different relations; "allergic to peanuts" and "allergic
+//     to penicillin" name no attribute ("Alice is …" is not single
+//     valued); "window seats on flights" and "on trains" have different
+//     keys.
+//
+// A matcher only proposes: an update is judged by policy as an override
+// of the memory it would replace, and a repeat changes nothing.
+//
+// The labelled set in testdata/ (repeat, update and distinct groups,
+// English and Chinese) measures Compare; its aside part is never used to
+// tune it (compare_test.go prints the figures).
+package facts
