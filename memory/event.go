@@ -44,6 +44,17 @@ type Event struct {
 	// RecordedInput: pending writes are referenced by id, not embedded
 	// (events written before that embed them; ParseRecordedInput reads both).
 	Input json.RawMessage `json:"input,omitempty"`
+
+	// The audit chain (chain.go), set by the store when it appends the
+	// event: its position, the hash and id of the event before it, the
+	// salt and salted hash of its text (Input, Reason), and, once erasure
+	// or retention removed that text, why.
+	Seq      uint64 `json:"seq,omitempty"`
+	Prev     string `json:"prev,omitempty"`
+	PrevID   string `json:"prevId,omitempty"`
+	Salt     string `json:"salt,omitempty"`
+	TextHash string `json:"textHash,omitempty"`
+	Erased   string `json:"erased,omitempty"`
 }
 
 // NoticeKind names a notification for reviewers.
