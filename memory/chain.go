@@ -164,6 +164,9 @@ type AuditChain interface {
 	// ChainHead returns the newest event of the chain as the store
 	// records it (the zero head for an empty chain).
 	ChainHead(ctx context.Context) (ChainHead, error)
+	// Seal puts the events committed but not yet sealed into the chain
+	// (a store that seals as it commits has none).
+	Seal(ctx context.Context) error
 }
 
 // Kinds of chain problems.
@@ -364,6 +367,9 @@ func (v *ChainVerifier) End(head *ChainHead) ChainReport {
 
 // VerifyChain walks a store's whole audit chain.
 func VerifyChain(ctx context.Context, c AuditChain) (ChainReport, error) {
+	if err := c.Seal(ctx); err != nil {
+		return ChainReport{}, fmt.Errorf("seal the events not yet in the chain: %w", err)
+	}
 	head, err := c.ChainHead(ctx)
 	if err != nil {
 		return ChainReport{}, fmt.Errorf("read the chain's head: %w", err)

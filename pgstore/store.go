@@ -43,6 +43,9 @@ type Store struct {
 	stop   context.CancelFunc
 	probes sync.WaitGroup
 	closed atomic.Bool
+	// sealKick wakes the audit chain's sealer (chain.go), which runs
+	// until stop and is waited for with probes.
+	sealKick chan struct{}
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -84,8 +87,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		o.Logger.Info("pgstore: schema migrated", "applied", applied)
 	}
 	probeCtx, stop := context.WithCancel(context.Background())
-	s := &Store{pool: pool, log: o.Logger, instance: o.Instance, stop: stop}
+	s := &Store{pool: pool, log: o.Logger, instance: o.Instance, stop: stop, sealKick: make(chan struct{}, 1)}
 	s.health.ctx, s.health.log = probeCtx, o.Logger
+	s.probes.Go(func() { s.sealer(probeCtx) })
+	s.kickSealer() // events an instance left unsealed, or written before the chain
 	return s, nil
 }
 
@@ -136,7 +141,16 @@ var (
 // Update runs fn in a SERIALIZABLE transaction, running it again when it
 // loses a serialization race, and returns once COMMIT succeeded.
 func (s *Store) Update(ctx context.Context, fn func(memory.Tx) error) error {
-	return s.run(ctx, "update", writeTx, func(t *tx) error { return fn(t) })
+	events := false
+	err := s.run(ctx, "update", writeTx, func(t *tx) error {
+		err := fn(t)
+		events = len(t.events) > 0
+		return err
+	})
+	if err == nil && events {
+		s.kickSealer()
+	}
+	return err
 }
 
 // View runs fn in a read-only snapshot.
@@ -223,6 +237,9 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 	}
 	t := &tx{ctx: ctx, tx: ptx}
 	ferr := fn(t)
+	if ferr == nil {
+		ferr = t.numberEvents() // the last writes: the audit chain's order (chain.go)
+	}
 	if ferr == nil {
 		t.flush() // an error is kept in t.err
 	}

@@ -59,7 +59,7 @@ func (s *Store) PutKey(ctx context.Context, k, v []byte) error {
 }
 
 // layoutPrefixes are the store's own key prefixes (see tx.go).
-var layoutPrefixes = []string{"r/", "s/", "p/", "sr/", "sp/", "ss/", "a/", "q/", "xr/", "xa/", "e/", "er/", "sh/", "o/", "kv/"}
+var layoutPrefixes = []string{"r/", "s/", "p/", "sr/", "sp/", "ss/", "a/", "q/", "xr/", "xa/", "e/", "ec/", "ch/", "er/", "sh/", "o/", "kv/"}
 
 // setDurable writes one key in a transaction of its own and returns once
 // the commit is durable.

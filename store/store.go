@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -65,6 +66,10 @@ type Store struct {
 	// guard refuses writes while the disk is nearly full (nil: off).
 	guard *diskGuard
 	dir   string // the database's directory; "" in memory
+	// chainMu serialises commits that append audit events; head is the
+	// audit chain's newest event (chain.go).
+	chainMu sync.Mutex
+	head    memory.ChainHead
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -132,6 +137,10 @@ func Open(o Options) (*Store, error) {
 			return nil, err
 		}
 		s.group = newGroupCommit(s.logs.sync)
+	}
+	if err := s.openChain(opts.ReadOnly); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }

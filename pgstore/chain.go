@@ -1,0 +1,228 @@
+package pgstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// The audit chain (memory/chain.go) on PostgreSQL, one chain for the whole
+// fleet, in commit order.
+//
+// Why not seal inside the write transaction: an event's seal needs the
+// hash of the event committed just before it, and a SERIALIZABLE
+// transaction reads the snapshot it started with, so it cannot see that
+// event; locking the chain's head row FOR UPDATE would make every
+// concurrent write of the fleet fail with a serialization error and run
+// again. So the write transaction only fixes the order: as its last
+// statements before COMMIT it takes the chain's advisory lock (held until
+// the COMMIT is done) and numbers its events from a sequence (ord), so ord
+// follows commit order across instances; it serialises the fleet's
+// commits that carry events over their COMMIT only, not over their reads.
+// A sealer (any instance, one at a time under another advisory lock, in
+// READ COMMITTED, which sees every commit) then puts the numbered events
+// into the chain in ord order: position (seq), the predecessor's hash,
+// the sealed doc, and the head row. Every instance runs one, woken after
+// its own commits and every sealInterval, so an instance killed between
+// its COMMIT and the seal leaves nothing unsealed for long. Until it is
+// sealed (milliseconds) an event is protected by the append-only trigger
+// only.
+
+// Advisory lock keys: ord numbering at commit, and sealing.
+const (
+	orderLock = 0x6d656d67617401
+	sealLock  = 0x6d656d67617402
+)
+
+// sealInterval is how often a sealer looks for events without waiting to
+// be woken; sealBatch bounds the events one sealing transaction seals.
+const (
+	sealInterval = time.Second
+	sealBatch    = 512
+)
+
+// numberEvents queues, as the transaction's last writes, the chain's
+// advisory lock and the ord of each event it appended, in append order.
+func (t *tx) numberEvents() error {
+	if len(t.events) == 0 {
+		return nil
+	}
+	if err := t.exec("SELECT pg_advisory_xact_lock($1)", int64(orderLock)); err != nil {
+		return err
+	}
+	for _, id := range t.events {
+		if err := t.exec("UPDATE memgate_events SET ord = nextval('memgate_events_ord') WHERE id = $1 AND seq IS NULL", id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ memory.AuditChain = (*Store)(nil)
+
+// Seal puts every numbered event not yet in the chain into it, in ord
+// order, a batch per transaction.
+func (s *Store) Seal(ctx context.Context) error {
+	for {
+		n, err := s.sealOnce(ctx)
+		if err != nil {
+			return err
+		}
+		if n < sealBatch {
+			return nil
+		}
+	}
+}
+
+// sealOnce seals up to sealBatch events in one transaction.
+func (s *Store) sealOnce(ctx context.Context) (int, error) {
+	sealed := 0
+	err := s.run(ctx, "seal the audit chain", rowTx, func(t *tx) error {
+		sealed = 0
+		if _, err := t.tx.Exec(t.ctx, "SELECT pg_advisory_xact_lock($1)", int64(sealLock)); err != nil {
+			return t.fail(err)
+		}
+		head, err := t.chainHead()
+		if err != nil {
+			return err
+		}
+		rows, err := t.tx.Query(t.ctx, "SELECT id, doc FROM memgate_events WHERE seq IS NULL AND ord IS NOT NULL ORDER BY ord LIMIT $1", sealBatch)
+		if err != nil {
+			return t.fail(err)
+		}
+		type row struct {
+			id  string
+			doc []byte
+		}
+		pending, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+			var x row
+			return x, r.Scan(&x.id, &x.doc)
+		})
+		if err != nil {
+			return t.fail(err)
+		}
+		for _, p := range pending {
+			var e memory.Event
+			if err := json.Unmarshal(p.doc, &e); err != nil {
+				return fmt.Errorf("decode event %s: %w", p.id, err)
+			}
+			doc, next, err := memory.SealEvent(&e, head)
+			if err != nil {
+				return err
+			}
+			if err := t.exec("UPDATE memgate_events SET seq = $1, doc = $2 WHERE id = $3 AND seq IS NULL", int64(next.Seq), doc, p.id); err != nil {
+				return err
+			}
+			head = next
+		}
+		if len(pending) > 0 {
+			if err := t.exec(`INSERT INTO memgate_audit_head (one, seq, hash, event_id) VALUES (true, $1, $2, $3)
+				ON CONFLICT (one) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash, event_id = EXCLUDED.event_id`,
+				int64(head.Seq), head.Hash, head.EventID); err != nil {
+				return err
+			}
+		}
+		sealed = len(pending)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: seal the audit chain: %w", err)
+	}
+	return sealed, nil
+}
+
+// chainHead reads the head row (the zero head before the first seal).
+func (t *tx) chainHead() (memory.ChainHead, error) {
+	if err := t.flush(); err != nil {
+		return memory.ChainHead{}, err
+	}
+	var h memory.ChainHead
+	var seq int64
+	err := t.tx.QueryRow(t.ctx, "SELECT seq, hash, event_id FROM memgate_audit_head").Scan(&seq, &h.Hash, &h.EventID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return memory.ChainHead{}, nil
+	} else if err != nil {
+		return h, t.fail(err)
+	}
+	h.Seq = uint64(seq)
+	return h, nil
+}
+
+// ChainHead returns the chain's head as the database records it.
+func (s *Store) ChainHead(ctx context.Context) (memory.ChainHead, error) {
+	var h memory.ChainHead
+	err := s.run(ctx, "read the audit chain's head", readTx, func(t *tx) error {
+		var err error
+		h, err = t.chainHead()
+		return err
+	})
+	return h, err
+}
+
+// ScanChain calls fn with the sealed events from position from on, in
+// order, a page per read transaction.
+func (s *Store) ScanChain(ctx context.Context, from uint64, fn func(pos uint64, id string, doc []byte) error) error {
+	type entry struct {
+		pos int64
+		id  string
+		doc []byte
+	}
+	for {
+		var page []entry
+		err := s.run(ctx, "scan the audit chain", readTx, func(t *tx) error {
+			rows, err := t.tx.Query(t.ctx, "SELECT seq, id, doc FROM memgate_events WHERE seq >= $1 ORDER BY seq LIMIT $2", int64(from), pageSize)
+			if err != nil {
+				return t.fail(err)
+			}
+			page, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (entry, error) {
+				var e entry
+				return e, r.Scan(&e.pos, &e.id, &e.doc)
+			})
+			return t.fail(err)
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if err := fn(uint64(e.pos), e.id, e.doc); err != nil {
+				return err
+			}
+		}
+		if len(page) < pageSize {
+			return nil
+		}
+		from = uint64(page[len(page)-1].pos) + 1
+	}
+}
+
+// sealer seals after this instance's commits and every sealInterval until
+// ctx ends.
+func (s *Store) sealer(ctx context.Context) {
+	tick := time.NewTicker(sealInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.sealKick:
+		case <-tick.C:
+		}
+		if err := s.Seal(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("pgstore: sealing the audit chain failed; trying again", "err", err)
+		}
+	}
+}
+
+// kickSealer wakes the sealer without waiting.
+func (s *Store) kickSealer() {
+	select {
+	case s.sealKick <- struct{}{}:
+	default:
+	}
+}

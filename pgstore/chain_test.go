@@ -1,0 +1,119 @@
+package pgstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/memgate/memgate/internal/pgtest"
+	"github.com/memgate/memgate/memory"
+)
+
+// TestAuditVerifyFindsTamperingInTheDatabase edits, removes and reorders
+// one event with SQL, behind memgate's back (triggers off, as an owner of
+// the database can), and checks that verification names it.
+func TestAuditVerifyFindsTamperingInTheDatabase(t *testing.T) {
+	cases := []struct {
+		name     string
+		sql      []string
+		kind, id string
+	}{
+		{"untouched", nil, "", ""},
+		{"text edited", []string{
+			`UPDATE memgate_events SET doc = convert_to(replace(convert_from(doc, 'UTF8'), 'plan number 4', 'plan number 5'), 'UTF8') WHERE id = 'ev04'`,
+		}, memory.ChainChanged, "ev04"},
+		{"decision edited", []string{
+			`UPDATE memgate_events SET doc = convert_to(replace(convert_from(doc, 'UTF8'), '"type":"applied"', '"type":"rejected"'), 'UTF8') WHERE id = 'ev02'`,
+		}, memory.ChainChanged, "ev02"},
+		{"event deleted", []string{`DELETE FROM memgate_events WHERE id = 'ev06'`}, memory.ChainRemoved, "ev06"},
+		{"newest event deleted", []string{`DELETE FROM memgate_events WHERE id = 'ev09'`}, memory.ChainRemoved, "ev09"},
+		{"two events reordered", []string{
+			`UPDATE memgate_events SET seq = -1 WHERE id = 'ev02'`,
+			`UPDATE memgate_events SET seq = 3 WHERE id = 'ev03'`,
+			`UPDATE memgate_events SET seq = 4 WHERE id = 'ev02'`,
+		}, memory.ChainReordered, "ev03"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := pgtest.New(t)
+			st := open(t, url)
+			for i := range 10 {
+				err := st.Update(ctx, func(tx memory.Tx) error {
+					in := json.RawMessage(fmt.Sprintf(`{"candidate":{"summary":"plan number %d"}}`, i))
+					return tx.AppendEvent(&memory.Event{ID: fmt.Sprintf("ev%02d", i), Type: memory.EventApplied,
+						At: time.Unix(int64(i), 0).UTC(), Input: in})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Seal(ctx); err != nil {
+				t.Fatal(err)
+			}
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(ctx)
+			if len(tc.sql) > 0 {
+				if _, err := conn.Exec(ctx, "SET session_replication_role = replica"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, q := range tc.sql {
+				if tag, err := conn.Exec(ctx, q); err != nil || tag.RowsAffected() != 1 {
+					t.Fatalf("%s: %v (%d rows)", q, err, tag.RowsAffected())
+				}
+			}
+			rep, err := memory.VerifyChain(ctx, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.kind == "" {
+				if !rep.OK || rep.Events != 10 {
+					t.Fatalf("want 10 events verified, got %+v %v", rep, rep.Problem)
+				}
+				return
+			}
+			if rep.OK || rep.Problem.Kind != tc.kind || rep.Problem.EventID != tc.id {
+				t.Fatalf("want %s of %s, got %+v %+v", tc.kind, tc.id, rep, rep.Problem)
+			}
+		})
+	}
+}
+
+// TestAuditLogRefusesChangesToSealedEvents: with triggers on, a sealed
+// event cannot be updated or deleted by SQL.
+func TestAuditLogRefusesChangesToSealedEvents(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	st := open(t, url)
+	if err := st.Update(ctx, func(tx memory.Tx) error {
+		return tx.AppendEvent(&memory.Event{ID: "ev", Type: memory.EventApplied, Reason: "r"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range []string{
+		`UPDATE memgate_events SET doc = '{}' WHERE id = 'ev'`,
+		`UPDATE memgate_events SET seq = NULL WHERE id = 'ev'`,
+		`DELETE FROM memgate_events WHERE id = 'ev'`,
+		`TRUNCATE memgate_events`,
+	} {
+		if _, err := conn.Exec(ctx, q); err == nil {
+			t.Errorf("%s: done", q)
+		}
+	}
+}
