@@ -47,6 +47,8 @@ type backend struct {
 	// reconciles periodically), its own Mem0 event log layout, backups in
 	// its format.
 	Badger *store.Store
+	// Audit is the store's audit chain (verify, export).
+	Audit memory.AuditChain
 	// Where names the store in logs and /readyz, without credentials.
 	Where string
 	Close func() error
@@ -137,7 +139,7 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 	if cfg.noSync {
 		log.Warn("--no-sync: commits are not fsynced; a crash may lose acknowledged writes")
 	}
-	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir,
+	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir, Audit: st,
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
 		Close:    st.Close}, nil
 }
@@ -147,7 +149,11 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 // `sidecar snapshot export`. The Mem0 event log and the embeddings'
 // vectors live in its KV area.
 func sharedBackend(st sharedStore, where string) *backend {
-	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
+	b := &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
+	if ac, ok := st.(memory.AuditChain); ok {
+		b.Audit = ac
+	}
+	return b
 }
 
 // notReady says why /readyz fails for the store, or nil. Badger's only

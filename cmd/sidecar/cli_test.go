@@ -40,7 +40,7 @@ func cliFixture(t *testing.T) (*memory.Governor, string) {
 	mux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: slog.New(slog.DiscardHandler), Token: "tok",
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
-		Replay:   replayPolicy(gov)}).Register(mux)
+		Replay:   replayPolicy(gov), Audit: st}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return gov, srv.URL
@@ -51,7 +51,7 @@ func cliFixture(t *testing.T) (*memory.Governor, string) {
 func runCLI(t *testing.T, url string, args ...string) (string, error) {
 	t.Helper()
 	n := 1
-	if args[0] == "review" || args[0] == "snapshot" || args[0] == "policy" {
+	if args[0] == "review" || args[0] == "snapshot" || args[0] == "policy" || args[0] == "audit" {
 		n = 2
 	}
 	full := append(append(append([]string{}, args[:n]...), "--admin-url", url, "--admin-token", "tok"), args[n:]...)

@@ -331,7 +331,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	adminMux := http.NewServeMux()
-	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot,
+	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot, Audit: b.Audit,
 		Ready: func(context.Context) error {
 			if !ready.Load() {
 				return errors.New("starting")
