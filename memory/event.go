@@ -20,6 +20,11 @@ const (
 	EventRolledBack  EventType = "rolled_back" // a version was undone
 	EventRestored    EventType = "restored"    // a version became active again by a rollback
 	EventQuarantined EventType = "quarantined" // a run's or actor's writes were undone
+
+	EventErasureStarted EventType = "erasure_started" // an erasure began (its journal in the log)
+	EventErased         EventType = "erased"          // a record's text was erased
+	EventErasureDone    EventType = "erasure_done"    // an erasure finished, with its counts
+	EventRetained       EventType = "retention"       // retention removed old versions' text
 )
 
 // Event is one entry of the append-only audit log.
@@ -44,6 +49,9 @@ type Event struct {
 	// RecordedInput: pending writes are referenced by id, not embedded
 	// (events written before that embed them; ParseRecordedInput reads both).
 	Input json.RawMessage `json:"input,omitempty"`
+	// Erasure names the erasure (or retention pass) an erased,
+	// erasure_started, erasure_done or retention event is about.
+	Erasure *ErasureSummary `json:"erasure,omitempty"`
 
 	// The audit chain (chain.go), set by the store when it appends the
 	// event: its position, the hash and id of the event before it, the

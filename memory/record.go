@@ -301,6 +301,10 @@ type Record struct {
 	SupersededAt   time.Time `json:"supersededAt,omitzero"`
 	DecidedAt      time.Time `json:"decidedAt,omitzero"`
 	RolledBackAt   time.Time `json:"rolledBackAt,omitzero"`
+	// Erased is set once an erasure or retention removed the record's
+	// text (erase.go): only ids, times, statuses, the decision and a
+	// salted hash of the text remain.
+	Erased *Erasure `json:"erased,omitempty"`
 }
 
 // ParkVersion names the version of a parked write a reviewer decides on
@@ -329,6 +333,10 @@ func (r *Record) Clone() *Record {
 	if r.Review != nil {
 		rv := *r.Review
 		c.Review = &rv
+	}
+	if r.Erased != nil {
+		e := *r.Erased
+		c.Erased = &e
 	}
 	return &c
 }

@@ -226,3 +226,37 @@ func (s *Store) kickSealer() {
 	default:
 	}
 }
+
+var _ memory.EventTextEraser = (*tx)(nil)
+
+// EraseEventText removes the text of a stored event (memory.EraseEventText):
+// its hash, and so the chain, is unchanged. The trigger lets the update
+// through for this transaction only (memgate.redact). An event not yet
+// sealed is changed under the sealer's lock, so a seal that read it with
+// its text cannot write that back.
+func (t *tx) EraseEventText(id, why string) (bool, error) {
+	if err := t.flush(); err != nil {
+		return false, err
+	}
+	var doc []byte
+	var seq *int64
+	err := t.tx.QueryRow(t.ctx, "SELECT doc, seq FROM memgate_events WHERE id = $1", id).Scan(&doc, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, memory.Errorf(memory.ENOTFOUND, "event %s not found", id)
+	} else if err != nil {
+		return false, fmt.Errorf("get event %s: %w", id, t.fail(err))
+	}
+	out, changed, err := memory.EraseEventText(doc, why)
+	if err != nil || !changed {
+		return false, err
+	}
+	if seq == nil {
+		if err := t.exec("SELECT pg_advisory_xact_lock($1)", int64(sealLock)); err != nil {
+			return false, err
+		}
+	}
+	if err := t.exec("SELECT set_config('memgate.redact', 'on', true)"); err != nil {
+		return false, err
+	}
+	return true, t.exec("UPDATE memgate_events SET doc = $1 WHERE id = $2", out, id)
+}

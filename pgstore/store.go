@@ -356,3 +356,16 @@ func (h *health) set(cause error, probe bool) {
 		h.err = nil
 	}
 }
+
+// Compact rewrites the tables that hold text (VACUUM FULL), so that rows
+// an erasure or retention changed leave the table files, not only the
+// reach of queries. Each table is locked while it is rewritten: the fleet's
+// writes wait for it. PostgreSQL's write-ahead log, its archive and
+// replicas keep the old rows until they are recycled; backups keep them.
+func (s *Store) Compact(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, "VACUUM (FULL) memgate_records, memgate_events, memgate_notices, memgate_kv, memgate_rollback_points, memgate_slots")
+	if err != nil {
+		return fmt.Errorf("pgstore: compact: %w", err)
+	}
+	return nil
+}

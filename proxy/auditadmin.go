@@ -50,3 +50,19 @@ func (a *Admin) auditExport(w http.ResponseWriter, r *http.Request) {
 		a.Log.Error("audit: export failed", "err", err)
 	}
 }
+
+// erase runs an erasure: {"scope": {"userId"|"agentId"|"appId"|"runId"}, "reason", "by"}.
+func (a *Admin) erase(w http.ResponseWriter, r *http.Request) {
+	if a.Erase == nil {
+		WriteError(w, r, a.Log, memory.Errorf(memory.EUNAVAILABLE, "erasure is not available"))
+		return
+	}
+	var req memory.ErasureRequest
+	if err := a.decodeOptional(w, r, &req); err != nil {
+		WriteError(w, r, a.Log, err)
+		return
+	}
+	req.By = by(req.By)
+	res, err := a.Erase(r.Context(), req)
+	a.answer(w, r, res, err)
+}

@@ -270,3 +270,31 @@ func (s *Store) view(ctx context.Context, fn func(*badger.Txn) error) error {
 	}
 	return s.db.View(fn)
 }
+
+var _ memory.EventTextEraser = (*tx)(nil)
+
+// EraseEventText removes the text of a stored event (memory.EraseEventText):
+// its hash, and so the chain, is unchanged.
+func (t *tx) EraseEventText(id, why string) (bool, error) {
+	k := key("e/", id)
+	item, err := t.txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, memory.Errorf(memory.ENOTFOUND, "event %s not found", id)
+	} else if err != nil {
+		return false, fmt.Errorf("get event %s: %w", id, err)
+	}
+	doc, err := item.ValueCopy(nil)
+	if err != nil {
+		return false, fmt.Errorf("get event %s: %w", id, err)
+	}
+	out, changed, err := memory.EraseEventText(doc, why)
+	if err != nil || !changed {
+		return false, err
+	}
+	for _, e := range t.events {
+		if e.ID == id { // appended by this transaction, sealed at commit: seal it without its text
+			e.Input, e.Reason, e.Erased = nil, "", why
+		}
+	}
+	return true, t.set(k, out)
+}

@@ -49,6 +49,9 @@ type backend struct {
 	Badger *store.Store
 	// Audit is the store's audit chain (verify, export).
 	Audit memory.AuditChain
+	// Compact makes what an erasure removed leave the disk (nil: the
+	// store cannot).
+	Compact func(ctx context.Context) error
 	// Where names the store in logs and /readyz, without credentials.
 	Where string
 	Close func() error
@@ -139,7 +142,7 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 	if cfg.noSync {
 		log.Warn("--no-sync: commits are not fsynced; a crash may lose acknowledged writes")
 	}
-	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir, Audit: st,
+	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir, Audit: st, Compact: st.Compact,
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
 		Close:    st.Close}, nil
 }
@@ -152,6 +155,9 @@ func sharedBackend(st sharedStore, where string) *backend {
 	b := &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
 	if ac, ok := st.(memory.AuditChain); ok {
 		b.Audit = ac
+	}
+	if c, ok := st.(interface{ Compact(context.Context) error }); ok {
+		b.Compact = c.Compact
 	}
 	return b
 }

@@ -129,6 +129,7 @@ func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 			policyCommand(cl),
 			snapshotCommand(cl),
 			auditCommand(cl),
+			eraseCommand(cl),
 			mcpCommand(stdin, stdout, stderr),
 		},
 		Exec: func(ctx context.Context, args []string) error {

@@ -330,8 +330,15 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,
 		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
+	er := &eraser{gov: gov, kv: b.KV, events: events, compact: b.Compact, newID: memory.NewULIDSource(), log: log}
+	go func() {
+		if err := er.Resume(ctx); err != nil && ctx.Err() == nil {
+			log.Error("an erasure a previous run began could not be finished; it is tried again at the next start", "err", err)
+		}
+	}()
 	adminMux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot, Audit: b.Audit,
+		Erase: func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },
 		Ready: func(context.Context) error {
 			if !ready.Load() {
 				return errors.New("starting")

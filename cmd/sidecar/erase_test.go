@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/store"
+)
+
+// grepDir returns the files under dir that hold s.
+func grepDir(t *testing.T, dir, s string) []string {
+	t.Helper()
+	var hits []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if bytes.Contains(b, []byte(s)) {
+			hits = append(hits, filepath.Base(path))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hits
+}
+
+// eraseClassifier parks policy-layer writes, rejects text that asks for
+// it, applies the rest.
+var eraseClassifier = memory.ClassifierFunc(func(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	switch {
+	case strings.Contains(in.Candidate.Summary, "reject me"):
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
+			Reasons: []memory.Reason{{Rule: "test.reject", Message: "refused: " + in.Candidate.Summary}}}, nil
+	case in.Candidate.Layer == memory.LayerPolicy:
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Reasons: []memory.Reason{{Rule: "test.review", Message: "needs a human"}}}, nil
+	}
+	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+})
+
+// TestEraseLeavesNoByteOnDisk writes distinctive strings for alice in every
+// state a memory can be in, and in Mem0's event log, erases alice, and
+// greps every file of the data directory for them.
+func TestEraseLeavesNoByteOnDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	st, err := store.Open(store.Options{Dir: dir, GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier, Outbox: true})
+	alice := memory.Scope{UserID: "alice"}
+	writes := []memory.Candidate{
+		{Layer: memory.LayerPreference, SubjectID: "alice", FactType: "drink", Summary: "ZEBRA-alice-old prefers tea", Scope: alice},
+		{Layer: memory.LayerPreference, SubjectID: "alice", FactType: "drink", Summary: "ZEBRA-alice-now prefers coffee", Scope: alice,
+			Evidence: memory.Evidence{Excerpt: "ZEBRA-alice-evidence I switched"}, Metadata: map[string]any{"note": "ZEBRA-alice-meta"},
+			Value: json.RawMessage(`{"drink":"ZEBRA-alice-value"}`)},
+		{Layer: memory.LayerPolicy, SubjectID: "alice", FactType: "publish", Summary: "ZEBRA-alice-pending may publish", Scope: alice},
+		{Layer: memory.LayerKnowledge, SubjectID: "alice", Summary: "ZEBRA-alice-rejected reject me", Scope: alice},
+		{Layer: memory.LayerKnowledge, SubjectID: "bob", Summary: "BISON-bob stays", Scope: memory.Scope{UserID: "bob"}},
+	}
+	var pendingID string
+	for _, c := range writes {
+		out, err := gov.Submit(ctx, c)
+		if err != nil && memory.ErrorCode(err) != memory.EREJECTED {
+			t.Fatalf("submit %q: %v", c.Summary, err)
+		}
+		if out != nil && out.Outcome == memory.OutcomeParked {
+			pendingID = out.Record.ID
+		}
+	}
+	if pendingID == "" {
+		t.Fatal("nothing was parked")
+	}
+	events := mem0.NewEventLog(st)
+	if err := events.Put(ctx, &mem0.Event{ID: "01MEM0EVENT", Type: "ADD",
+		Payload: json.RawMessage(`{"user_id":"alice","messages":[{"role":"user","content":"ZEBRA-alice-mem0"}]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) == 0 {
+		t.Fatal("the strings are not on disk before the erasure: the grep proves nothing")
+	}
+	er := &eraser{gov: gov, kv: st, events: events, compact: st.Compact, newID: memory.NewULIDSource(), log: slog.New(slog.DiscardHandler)}
+	ans, err := er.Erase(ctx, memory.ErasureRequest{Scope: memory.ErasureScope{UserID: "alice"}, Reason: "ticket 42", By: "dpo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ans.Counts; c.Records != 4 || c.Active != 1 || c.Pending != 1 || ans.Mem0Events != 1 || !ans.Compacted {
+		t.Fatalf("counts %+v, mem0 %d, compacted %v", c, ans.Mem0Events, ans.Compacted)
+	}
+	if len(ans.StillHeldBy) == 0 || !strings.Contains(ans.StillHeldBy[0], "backup") {
+		t.Fatalf("the answer does not name backups: %v", ans.StillHeldBy)
+	}
+	// On disk while the store runs (its logs), and below after it closed.
+	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) > 0 {
+		t.Fatalf("erased text is still on disk in %v", hits)
+	}
+	// The pending write is withdrawn, bob's memory untouched, the chain intact.
+	rec, err := gov.Get(ctx, pendingID)
+	if err != nil || rec.Status != memory.StatusRejected || rec.Summary != "" || rec.Erased == nil {
+		t.Fatalf("the pending write after the erasure: %+v %v", rec, err)
+	}
+	active, err := gov.List(ctx, memory.ListFilter{})
+	if err != nil || len(active) != 1 || active[0].Summary != "BISON-bob stays" {
+		t.Fatalf("the active layer: %+v %v", active, err)
+	}
+	rep, err := memory.VerifyChain(ctx, st)
+	if err != nil || !rep.OK || rep.Erased == 0 {
+		t.Fatalf("the chain after the erasure: %+v %v %v", rep, rep.Problem, err)
+	}
+	// Run again (as after a crash): nothing more to do.
+	again, err := er.Erase(ctx, memory.ErasureRequest{ID: ans.ID, Scope: memory.ErasureScope{UserID: "alice"}, Reason: "ticket 42"})
+	if err != nil || again.Counts.Records != 0 || again.Counts.Events != 0 {
+		t.Fatalf("the erasure run again: %+v %v", again, err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) > 0 {
+		t.Fatalf("erased text is still on disk in %v", hits)
+	}
+	st, err = store.Open(store.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if rep, err := memory.VerifyChain(ctx, st); err != nil || !rep.OK {
+		t.Fatalf("the chain after reopening: %+v %v", rep, err)
+	}
+}
