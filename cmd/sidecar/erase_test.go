@@ -7,11 +7,15 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/store"
 )
@@ -52,17 +56,19 @@ var eraseClassifier = memory.ClassifierFunc(func(_ context.Context, in *memory.P
 	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 })
 
-// TestEraseLeavesNoByteOnDisk writes distinctive strings for alice in every
-// state a memory can be in, and in Mem0's event log, erases alice, and
-// greps every file of the data directory for them.
-func TestEraseLeavesNoByteOnDisk(t *testing.T) {
+// eraseWorld is a store with memories of alice in every state a memory
+// can be in, and in Mem0's event log, and bob's.
+type eraseWorld struct {
+	st        memory.Store
+	gov       *memory.Governor
+	events    *mem0.EventLog
+	pendingID string
+}
+
+func newEraseWorld(t *testing.T, st memory.Store, events *mem0.EventLog) *eraseWorld {
+	t.Helper()
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "db")
-	st, err := store.Open(store.Options{Dir: dir, GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier, Outbox: true})
+	w := &eraseWorld{st: st, gov: memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier, Outbox: true}), events: events}
 	alice := memory.Scope{UserID: "alice"}
 	writes := []memory.Candidate{
 		{Layer: memory.LayerPreference, SubjectID: "alice", FactType: "drink", Summary: "ZEBRA-alice-old prefers tea", Scope: alice},
@@ -73,28 +79,30 @@ func TestEraseLeavesNoByteOnDisk(t *testing.T) {
 		{Layer: memory.LayerKnowledge, SubjectID: "alice", Summary: "ZEBRA-alice-rejected reject me", Scope: alice},
 		{Layer: memory.LayerKnowledge, SubjectID: "bob", Summary: "BISON-bob stays", Scope: memory.Scope{UserID: "bob"}},
 	}
-	var pendingID string
 	for _, c := range writes {
-		out, err := gov.Submit(ctx, c)
+		out, err := w.gov.Submit(ctx, c)
 		if err != nil && memory.ErrorCode(err) != memory.EREJECTED {
 			t.Fatalf("submit %q: %v", c.Summary, err)
 		}
 		if out != nil && out.Outcome == memory.OutcomeParked {
-			pendingID = out.Record.ID
+			w.pendingID = out.Record.ID
 		}
 	}
-	if pendingID == "" {
+	if w.pendingID == "" {
 		t.Fatal("nothing was parked")
 	}
-	events := mem0.NewEventLog(st)
 	if err := events.Put(ctx, &mem0.Event{ID: "01MEM0EVENT", Type: "ADD",
 		Payload: json.RawMessage(`{"user_id":"alice","messages":[{"role":"user","content":"ZEBRA-alice-mem0"}]}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) == 0 {
-		t.Fatal("the strings are not on disk before the erasure: the grep proves nothing")
-	}
-	er := &eraser{gov: gov, kv: st, events: events, compact: st.Compact, newID: memory.NewULIDSource(), log: slog.New(slog.DiscardHandler)}
+	return w
+}
+
+// erase erases alice through an eraser and checks what reads see.
+func (w *eraseWorld) erase(t *testing.T, kv notify.KV, compact func(context.Context) error) {
+	t.Helper()
+	ctx := context.Background()
+	er := &eraser{gov: w.gov, kv: kv, events: w.events, compact: compact, newID: memory.NewULIDSource(), log: slog.New(slog.DiscardHandler)}
 	ans, err := er.Erase(ctx, memory.ErasureRequest{Scope: memory.ErasureScope{UserID: "alice"}, Reason: "ticket 42", By: "dpo"})
 	if err != nil {
 		t.Fatal(err)
@@ -105,27 +113,59 @@ func TestEraseLeavesNoByteOnDisk(t *testing.T) {
 	if len(ans.StillHeldBy) == 0 || !strings.Contains(ans.StillHeldBy[0], "backup") {
 		t.Fatalf("the answer does not name backups: %v", ans.StillHeldBy)
 	}
-	// On disk while the store runs (its logs), and below after it closed.
-	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) > 0 {
-		t.Fatalf("erased text is still on disk in %v", hits)
-	}
-	// The pending write is withdrawn, bob's memory untouched, the chain intact.
-	rec, err := gov.Get(ctx, pendingID)
+	// The pending write is withdrawn, bob's memory untouched, the chain
+	// intact, the erasure audited.
+	rec, err := w.gov.Get(ctx, w.pendingID)
 	if err != nil || rec.Status != memory.StatusRejected || rec.Summary != "" || rec.Erased == nil {
 		t.Fatalf("the pending write after the erasure: %+v %v", rec, err)
 	}
-	active, err := gov.List(ctx, memory.ListFilter{})
+	active, err := w.gov.List(ctx, memory.ListFilter{})
 	if err != nil || len(active) != 1 || active[0].Summary != "BISON-bob stays" {
 		t.Fatalf("the active layer: %+v %v", active, err)
 	}
-	rep, err := memory.VerifyChain(ctx, st)
+	rep, err := memory.VerifyChain(ctx, w.st.(memory.AuditChain))
 	if err != nil || !rep.OK || rep.Erased == 0 {
 		t.Fatalf("the chain after the erasure: %+v %v %v", rep, rep.Problem, err)
 	}
+	page, err := w.gov.EventsPage(ctx, "", 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done *memory.Event
+	for _, e := range page.Events {
+		if e.Type == memory.EventErasureDone {
+			done = e
+		}
+	}
+	if done == nil || done.By != "dpo" || done.Reason != "ticket 42" || done.Erasure.Counts.Records != 4 || done.Erasure.Scope.UserID != "alice" {
+		t.Fatalf("the erasure is not audited: %+v", done)
+	}
 	// Run again (as after a crash): nothing more to do.
 	again, err := er.Erase(ctx, memory.ErasureRequest{ID: ans.ID, Scope: memory.ErasureScope{UserID: "alice"}, Reason: "ticket 42"})
-	if err != nil || again.Counts.Records != 0 || again.Counts.Events != 0 {
+	if err != nil || again.Counts.Records != 0 || again.Counts.Events != 0 || again.Mem0Events != 0 {
 		t.Fatalf("the erasure run again: %+v %v", again, err)
+	}
+	if pending, err := er.journal(ctx); err != nil || len(pending) != 0 {
+		t.Fatalf("the journal after the erasure: %v %v", pending, err)
+	}
+}
+
+// TestEraseLeavesNoByteOnDisk erases alice on Badger and greps every file
+// of the data directory, while the store runs and after it closed.
+func TestEraseLeavesNoByteOnDisk(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "db")
+	st, err := store.Open(store.Options{Dir: dir, GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newEraseWorld(t, st, mem0.NewEventLog(st))
+	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) == 0 {
+		t.Fatal("the strings are not on disk before the erasure: the grep proves nothing")
+	}
+	w.erase(t, st, st.Compact)
+	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) > 0 {
+		t.Fatalf("erased text is still on disk in %v", hits)
 	}
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
@@ -140,5 +180,51 @@ func TestEraseLeavesNoByteOnDisk(t *testing.T) {
 	defer st.Close()
 	if rep, err := memory.VerifyChain(ctx, st); err != nil || !rep.OK {
 		t.Fatalf("the chain after reopening: %+v %v", rep, err)
+	}
+}
+
+// TestEraseOnPostgreSQLLeavesNothingInADump erases alice on PostgreSQL
+// and greps a pg_dump of the database.
+func TestEraseOnPostgreSQLLeavesNothingInADump(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	st, err := pgstore.Open(ctx, pgstore.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	dump := func() string {
+		bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
+		bin, err := exec.LookPath("pg_dump")
+		if len(bins) > 0 {
+			bin, err = bins[len(bins)-1], nil
+		}
+		if err != nil {
+			t.Skip("no pg_dump")
+		}
+		out, err := exec.CommandContext(ctx, bin, "--data-only", "--dbname="+url).Output()
+		if err != nil {
+			t.Fatalf("pg_dump: %v", err)
+		}
+		return string(out)
+	}
+	w := newEraseWorld(t, st, mem0.NewKVEventLog(st))
+	if err := st.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(dump(), "ZEBRA-alice") {
+		t.Fatal("the strings are not in the dump before the erasure: the grep proves nothing")
+	}
+	w.erase(t, st, st.Compact)
+	if err := st.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := dump()
+	if strings.Contains(d, "ZEBRA-alice") {
+		i := strings.Index(d, "ZEBRA-alice")
+		t.Fatalf("erased text is in the dump: …%s…", d[max(0, i-300):min(len(d), i+100)])
+	}
+	if !strings.Contains(d, "BISON-bob") {
+		t.Fatal("bob's memory is not in the dump")
 	}
 }
