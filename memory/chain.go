@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // The audit log is a hash chain, so that an edit, a removal or a
@@ -90,14 +91,74 @@ func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error)
 	return doc, ChainHead{Seq: c.Seq, Hash: h, EventID: c.ID}, nil
 }
 
-// textHash is the salted SHA-256 of the text members of an event's JSON
-// (an event without text hashes "{}").
-func textHash(m map[string]json.RawMessage, salt string) (string, error) {
-	text := map[string]json.RawMessage{}
+// eventParts splits an event's JSON into what its hash covers directly
+// (the header: all but the text, the erasure mark and the messages of the
+// decision's rules, which may quote the text) and its text (input,
+// reason, and those messages when any is not empty).
+func eventParts(m map[string]json.RawMessage) (hdr, text map[string]json.RawMessage, err error) {
+	hdr, text = map[string]json.RawMessage{}, map[string]json.RawMessage{}
 	for k, v := range m {
-		if isEventText(k) {
+		switch {
+		case isEventText(k):
 			text[k] = v
+		case k == erasedKey:
+		case k == "decision":
+			d, msgs, err := splitDecision(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("decision: %w", err)
+			}
+			hdr[k] = d
+			if slices.ContainsFunc(msgs, func(s string) bool { return s != "" }) {
+				text[decisionMessagesKey], _ = json.Marshal(msgs)
+			}
+		default:
+			hdr[k] = v
 		}
+	}
+	return hdr, text, nil
+}
+
+// decisionMessagesKey names the decision's rule messages in the text.
+const decisionMessagesKey = "decisionMessages"
+
+// splitDecision returns a decision's JSON without its rules' messages,
+// and the messages in order.
+func splitDecision(raw json.RawMessage) (json.RawMessage, []string, error) {
+	var d map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &d); err != nil || d == nil {
+		return raw, nil, err // null, or not an object: covered as it is
+	}
+	r, ok := d["reasons"]
+	if !ok {
+		return raw, nil, nil
+	}
+	var reasons []map[string]json.RawMessage
+	if err := json.Unmarshal(r, &reasons); err != nil {
+		return nil, nil, err
+	}
+	msgs := make([]string, len(reasons))
+	for i, x := range reasons {
+		if m, ok := x["message"]; ok {
+			if err := json.Unmarshal(m, &msgs[i]); err != nil {
+				return nil, nil, err
+			}
+			delete(x, "message")
+		}
+	}
+	var err error
+	if d["reasons"], err = json.Marshal(reasons); err != nil {
+		return nil, nil, err
+	}
+	out, err := json.Marshal(d)
+	return out, msgs, err
+}
+
+// textHash is the salted SHA-256 of an event's text (see eventParts; an
+// event without text hashes "{}").
+func textHash(m map[string]json.RawMessage, salt string) (string, error) {
+	_, text, err := eventParts(m)
+	if err != nil {
+		return "", err
 	}
 	b, err := json.Marshal(text)
 	if err != nil {
@@ -109,10 +170,12 @@ func textHash(m map[string]json.RawMessage, salt string) (string, error) {
 	return hex.EncodeToString(s.Sum(nil)), nil
 }
 
-// headerHash is an event's hash: of its JSON without text and erasure mark.
+// headerHash is an event's hash: of its header (see eventParts).
 func headerHash(m map[string]json.RawMessage) (string, error) {
-	hdr := maps.Clone(m)
-	maps.DeleteFunc(hdr, func(k string, _ json.RawMessage) bool { return isEventText(k) || k == erasedKey })
+	hdr, _, err := eventParts(m)
+	if err != nil {
+		return "", err
+	}
 	b, err := json.Marshal(hdr)
 	if err != nil {
 		return "", err
@@ -142,10 +205,16 @@ func EraseEventText(doc []byte, why string) (out []byte, changed bool, err error
 	if err := json.Unmarshal(doc, &m); err != nil {
 		return nil, false, fmt.Errorf("erase event text: %w", err)
 	}
-	n := len(m)
-	maps.DeleteFunc(m, func(k string, _ json.RawMessage) bool { return isEventText(k) })
-	if len(m) == n {
+	hdr, text, err := eventParts(m)
+	if err != nil {
+		return nil, false, fmt.Errorf("erase event text: %w", err)
+	}
+	if len(text) == 0 {
 		return doc, false, nil
+	}
+	maps.DeleteFunc(m, func(k string, _ json.RawMessage) bool { return isEventText(k) })
+	if d, ok := hdr["decision"]; ok {
+		m["decision"] = d // without the rules' messages
 	}
 	m[erasedKey], _ = json.Marshal(why)
 	out, err = json.Marshal(m)
@@ -322,12 +391,8 @@ func (v *ChainVerifier) Add(pos uint64, id string, doc []byte) bool {
 }
 
 func hasText(m map[string]json.RawMessage) bool {
-	for k := range m {
-		if isEventText(k) {
-			return true
-		}
-	}
-	return false
+	_, text, err := eventParts(m)
+	return err != nil || len(text) > 0
 }
 
 // gapRemoved reports an event found ahead of its position, whose own

@@ -16,7 +16,8 @@ func sealed(t *testing.T, n int) ([][]byte, []string, ChainHead) {
 	for i := range docs {
 		in, _ := json.Marshal(map[string]any{"candidate": map[string]string{"summary": fmt.Sprintf("secret plan %d", i)}})
 		e := &Event{ID: fmt.Sprintf("ev%02d", i), Type: EventApplied, At: time.Unix(int64(i), 0).UTC(),
-			RecordID: fmt.Sprintf("r%d", i), Input: in, Reason: "because"}
+			RecordID: fmt.Sprintf("r%d", i), Input: in, Reason: "because",
+			Decision: &Decision{Risk: RiskHigh, Action: ActionReject, Reasons: []Reason{{Rule: "test.rule", Message: fmt.Sprintf("quotes secret plan %d", i)}}}}
 		var err error
 		if docs[i], head, err = SealEvent(e, head); err != nil {
 			t.Fatal(err)
@@ -71,6 +72,10 @@ func TestChainVerifierNamesTheFirstTamperedEvent(t *testing.T) {
 			es[2].doc = edit(t, es[2].doc, func(m map[string]any) { delete(m, "input"); delete(m, "reason") })
 			return es
 		}, ChainChanged, "ev02"},
+		{"a rule's message edited", func(t *testing.T, es []entry) []entry {
+			es[6].doc = bytes.Replace(es[6].doc, []byte("quotes secret plan 6"), []byte("quotes nothing"), 1)
+			return es
+		}, ChainChanged, "ev06"},
 		{"decision edited", func(t *testing.T, es []entry) []entry {
 			es[4].doc = edit(t, es[4].doc, func(m map[string]any) { m["type"] = "rejected" })
 			return es

@@ -35,10 +35,16 @@ type ErasureScope struct {
 	AgentID string `json:"agentId,omitempty"`
 	AppID   string `json:"appId,omitempty"`
 	RunID   string `json:"runId,omitempty"`
+	// ScopeOnly matches the record's scope only, not who wrote it: an
+	// erasure asked for on the agent listener, confined to the caller's
+	// tenant, never reaches a record of another tenant's scope.
+	ScopeOnly bool `json:"scopeOnly,omitempty"`
 }
 
 // Empty reports whether no id is given (which would match everything).
-func (s ErasureScope) Empty() bool { return s == ErasureScope{} }
+func (s ErasureScope) Empty() bool {
+	return s.UserID == "" && s.AgentID == "" && s.AppID == "" && s.RunID == ""
+}
 
 // Matches reports whether r is in the scope.
 func (s ErasureScope) Matches(r *Record) bool {
@@ -46,7 +52,7 @@ func (s ErasureScope) Matches(r *Record) bool {
 		return false
 	}
 	one := func(want, scope string, actors ...string) bool {
-		return want == "" || scope == want || slices.Contains(actors, want)
+		return want == "" || scope == want || !s.ScopeOnly && slices.Contains(actors, want)
 	}
 	return one(s.UserID, r.Scope.UserID, r.Actor.UserID) &&
 		one(s.AgentID, r.Scope.AgentID, r.Actor.AgentID) &&

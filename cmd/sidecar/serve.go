@@ -54,6 +54,7 @@ type serveConfig struct {
 	policyBundleKeyAlg string
 	noSync             bool
 	groupCommit        bool
+	mem0DeleteErases   bool
 	logLevel           string
 	logFormat          string
 	slack              slacknotify.Config
@@ -103,6 +104,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.policyTimeout, "policy-timeout", 250*time.Millisecond, "bound on one policy evaluation; past it the write is parked")
 	fs.StringVar(&c.policyMode, "policy-mode", string(memory.PolicyEnforce), "enforce, or shadow: apply what policy would park or reject (never a secret), count it and list it (review list --shadow); switch at run time with `sidecar policy mode`")
 	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync commits at all (faster; acknowledged writes may be lost on a crash); wins over --group-commit")
+	fs.BoolVar(&c.mem0DeleteErases, "mem0-delete-erases", false, "make Mem0's delete by entity on the agent listener (DELETE /v1/memories/?user_id=…, OSS DELETE /memories) an erasure of that scope, within the caller's tenant, instead of governed deletions (see README, Data protection)")
 	fs.BoolVar(&c.groupCommit, "group-commit", true, "concurrent commits share one fsync, each still durable before it is acknowledged; false: one fsync per commit (Badger SyncWrites)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -323,19 +325,29 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	} else {
 		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (mem0.EventKV)", b.Where, b.Store)
 	}
-	m0 := mem0.New(mem0.Options{Gov: gov, Events: events, Search: index, Logger: log,
-		Keys: keys, Extractor: extractor})
-	m0.Register(agentMux)
-	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, Mem0: m0, MaxSessions: cfg.mcpMaxSessions,
-		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,
-		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
-	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	er := &eraser{gov: gov, kv: b.KV, events: events, compact: b.Compact, newID: memory.NewULIDSource(), log: log}
 	go func() {
 		if err := er.Resume(ctx); err != nil && ctx.Err() == nil {
 			log.Error("an erasure a previous run began could not be finished; it is tried again at the next start", "err", err)
 		}
 	}()
+	var agentErase func(context.Context, memory.ErasureRequest) (memory.ErasureCounts, error)
+	if cfg.mem0DeleteErases {
+		agentErase = func(ctx context.Context, req memory.ErasureRequest) (memory.ErasureCounts, error) {
+			a, err := er.Erase(ctx, req)
+			if err != nil {
+				return memory.ErasureCounts{}, err
+			}
+			return a.Counts, nil
+		}
+	}
+	m0 := mem0.New(mem0.Options{Gov: gov, Events: events, Search: index, Logger: log,
+		Keys: keys, Extractor: extractor, Erase: agentErase})
+	m0.Register(agentMux)
+	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, Mem0: m0, MaxSessions: cfg.mcpMaxSessions,
+		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,
+		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
+	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
 	adminMux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot, Audit: b.Audit,
 		Erase: func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },
