@@ -156,8 +156,10 @@ func (g *Governor) Erase(ctx context.Context, req ErasureRequest) (*ErasureResul
 	if err != nil {
 		return nil, fmt.Errorf("erasure %s: %w", req.ID, err)
 	}
+	job := erasureJob{id: req.ID, by: req.By, why: "erasure", event: EventErased,
+		summary: ErasureSummary{ID: req.ID, Scope: req.Scope}, match: req.Scope.Matches}
 	for batch := range slices.Chunk(slots, erasureBatch) {
-		c, ids, err := g.eraseSlots(ctx, req, batch)
+		c, ids, err := g.eraseSlots(ctx, job, batch)
 		if err != nil {
 			return nil, fmt.Errorf("erasure %s: %w", req.ID, err)
 		}
@@ -196,9 +198,18 @@ func (g *Governor) erasureSlots(ctx context.Context, scope ErasureScope) ([]stri
 	return slices.Sorted(maps.Keys(set)), err
 }
 
-// eraseSlots erases the records in scope of some slots, in one
+// erasureJob is what eraseSlots does: an erasure's or a retention pass's.
+type erasureJob struct {
+	id, by  string
+	why     string    // the erasure mark of events: "erasure", "retention"
+	event   EventType // recorded for each record
+	summary ErasureSummary
+	match   func(*Record) bool // the records to erase, read in the transaction
+}
+
+// eraseSlots erases the records job matches in some slots, in one
 // transaction holding their locks.
-func (g *Governor) eraseSlots(ctx context.Context, req ErasureRequest, slotIDs []string) (ErasureCounts, []string, error) {
+func (g *Governor) eraseSlots(ctx context.Context, job erasureJob, slotIDs []string) (ErasureCounts, []string, error) {
 	unlock := g.lock(slotIDs...)
 	now := g.now()
 	var counts ErasureCounts
@@ -218,7 +229,7 @@ func (g *Governor) eraseSlots(ctx context.Context, req ErasureRequest, slotIDs [
 			}
 			changed := false
 			for _, r := range recs {
-				if !req.Scope.Matches(r) {
+				if !job.match(r) {
 					continue
 				}
 				erased[r.ID] = true
@@ -226,7 +237,7 @@ func (g *Governor) eraseSlots(ctx context.Context, req ErasureRequest, slotIDs [
 				if r.Erased != nil {
 					continue // a resumed erasure: done before
 				}
-				c := eraseRecord(r, req.ID, now)
+				c := eraseRecord(r, job.id, now)
 				switch r.Status {
 				case StatusActive:
 					counts.Active++
@@ -239,8 +250,9 @@ func (g *Governor) eraseSlots(ctx context.Context, req ErasureRequest, slotIDs [
 					return err
 				}
 				counts.Records++
-				ev := &Event{ID: g.newID(), Type: EventErased, At: now, RecordID: r.ID, SlotID: r.SlotID, SubjectID: r.SubjectID,
-					By: req.By, Erasure: &ErasureSummary{ID: req.ID, Scope: req.Scope}}
+				sum := job.summary
+				ev := &Event{ID: g.newID(), Type: job.event, At: now, RecordID: r.ID, SlotID: r.SlotID, SubjectID: r.SubjectID,
+					By: job.by, Erasure: &sum}
 				if err := tx.AppendEvent(ev); err != nil {
 					return err
 				}
@@ -266,7 +278,7 @@ func (g *Governor) eraseSlots(ctx context.Context, req ErasureRequest, slotIDs [
 					if !erased[ev.RecordID] && !embedsAny(ev, erased) {
 						continue
 					}
-					ok, err := ee.EraseEventText(ev.ID, "erasure")
+					ok, err := ee.EraseEventText(ev.ID, job.why)
 					if err != nil {
 						return err
 					}

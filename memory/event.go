@@ -24,7 +24,8 @@ const (
 	EventErasureStarted EventType = "erasure_started" // an erasure began (its journal in the log)
 	EventErased         EventType = "erased"          // a record's text was erased
 	EventErasureDone    EventType = "erasure_done"    // an erasure finished, with its counts
-	EventRetained       EventType = "retention"       // retention removed old versions' text
+	EventRetained       EventType = "retention"       // retention removed an old version's text
+	EventExpired        EventType = "expired"         // an active record reached its expiry and left the active layer
 )
 
 // Event is one entry of the append-only audit log.

@@ -238,6 +238,9 @@ type Candidate struct {
 	Actor           Actor           `json:"actor,omitempty"`
 	Scope           Scope           `json:"scope,omitzero"`
 	Metadata        map[string]any  `json:"metadata,omitempty"`
+	// ExpiresAt, when set, is when the memory leaves the active layer
+	// (Mem0's expiration_date; see RetentionPass).
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 // ActiveLister lists the active layer from an index kept in step with the

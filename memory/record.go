@@ -301,6 +301,10 @@ type Record struct {
 	SupersededAt   time.Time `json:"supersededAt,omitzero"`
 	DecidedAt      time.Time `json:"decidedAt,omitzero"`
 	RolledBackAt   time.Time `json:"rolledBackAt,omitzero"`
+	// ExpiresAt, when set, is when the record leaves the active layer
+	// (Mem0's expiration_date): the retention pass then makes it a
+	// deletion, recorded as expired.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 	// Erased is set once an erasure or retention removed the record's
 	// text (erase.go): only ids, times, statuses, the decision and a
 	// salted hash of the text remain.
