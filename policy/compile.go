@@ -29,6 +29,8 @@ type Compiled struct {
 	revision string
 	files    FileSet
 	features *textFeatures // all the policy declares; nil when none
+	// retention is how long old versions keep their text (retention.go).
+	retention memory.Retention
 	data     dataCache
 	decision preparedQuery
 	// place is prepared when the policy defines a placement document;
@@ -95,6 +97,10 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 	if err != nil {
 		return nil, err
 	}
+	retention, err := parseRetention(data)
+	if err != nil {
+		return nil, err
+	}
 	if features, err = withModel(features, files); err != nil {
 		return nil, err
 	}
@@ -133,7 +139,7 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 	if err != nil {
 		return nil, fmt.Errorf("policy data: %w", err)
 	}
-	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root},
+	p := &Compiled{revision: rev, files: files, features: features, retention: retention, data: dataCache{root: root},
 		decision: newPreparedQuery(pq, compiler, DecisionQuery, features), place: place}
 	if cfg.plain {
 		p.plain = newPlainPath(data, features)

@@ -55,6 +55,8 @@ type serveConfig struct {
 	noSync             bool
 	groupCommit        bool
 	mem0DeleteErases   bool
+	retentionInterval  time.Duration
+	retentionBatch     int
 	logLevel           string
 	logFormat          string
 	slack              slacknotify.Config
@@ -104,6 +106,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.policyTimeout, "policy-timeout", 250*time.Millisecond, "bound on one policy evaluation; past it the write is parked")
 	fs.StringVar(&c.policyMode, "policy-mode", string(memory.PolicyEnforce), "enforce, or shadow: apply what policy would park or reject (never a secret), count it and list it (review list --shadow); switch at run time with `sidecar policy mode`")
 	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync commits at all (faster; acknowledged writes may be lost on a crash); wins over --group-commit")
+	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Hour, "how often the retention pass runs (policy data memgate_config.retention; Mem0 expiration_date); 0 turns it off")
+	fs.IntVar(&c.retentionBatch, "retention-batch", 1000, "the most versions and expiries one retention round handles; the rest waits for the next (memgate_retention_behind)")
 	fs.BoolVar(&c.mem0DeleteErases, "mem0-delete-erases", false, "make Mem0's delete by entity on the agent listener (DELETE /v1/memories/?user_id=…, OSS DELETE /memories) an erasure of that scope, within the caller's tenant, instead of governed deletions (see README, Data protection)")
 	fs.BoolVar(&c.groupCommit, "group-commit", true, "concurrent commits share one fsync, each still durable before it is acknowledged; false: one fsync per commit (Badger SyncWrites)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -348,6 +352,18 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,
 		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
+	if cfg.retentionInterval > 0 {
+		rm, err := metrics.NewRetention(reg)
+		if err != nil {
+			return err
+		}
+		rules := func() memory.Retention { return memory.Retention{} }
+		if rp, ok := pol.classifier.(interface{ Retention() memory.Retention }); ok {
+			rules = rp.Retention
+		}
+		rw := &retentionWorker{gov: gov, rules: rules, interval: cfg.retentionInterval, batch: max(cfg.retentionBatch, 1), metrics: rm, log: log}
+		go rw.run(ctx)
+	}
 	adminMux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot, Audit: b.Audit,
 		Erase: func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },

@@ -39,3 +39,36 @@ func TestDeleteByEntityErasesWhenTheOperatorSaysSo(t *testing.T) {
 		t.Fatal("erasure is on by default")
 	}
 }
+
+// TestExpirationDateIsHonoured: an add's expiration_date is kept, shown,
+// and once past, the retention pass takes the memory out of the active
+// layer; a malformed one is refused.
+func TestExpirationDateIsHonoured(t *testing.T) {
+	e := newEnv(t)
+	add := func(text, date string, want int) {
+		t.Helper()
+		e.call("POST", "/v1/memories/", map[string]any{"messages": []map[string]string{{"role": "user", "content": text}},
+			"user_id": "u1", "infer": false, "expiration_date": date}, want)
+	}
+	add("I like green tea", "2020-01-01", http.StatusOK)
+	add("I like black coffee", "2999-01-01", http.StatusOK)
+	add("I like water", "next tuesday", http.StatusBadRequest)
+	list := func() []any {
+		return e.call("GET", "/v1/memories/?user_id=u1", nil, http.StatusOK).arr()
+	}
+	if n := len(list()); n != 2 {
+		t.Fatalf("before the pass: %d memories", n)
+	}
+	res, err := e.gov.RetentionPass(context.Background(), memory.Retention{}, 100)
+	if err != nil || res.Expired != 1 {
+		t.Fatalf("retention pass: %+v %v", res, err)
+	}
+	got := list()
+	if len(got) != 1 {
+		t.Fatalf("after the pass: %v", got)
+	}
+	m := got[0].(map[string]any)
+	if m["expiration_date"] != "2999-01-01" {
+		t.Fatalf("the memory left: %v", m)
+	}
+}
