@@ -31,8 +31,8 @@ type Compiled struct {
 	features *textFeatures // all the policy declares; nil when none
 	// retention is how long old versions keep their text (retention.go).
 	retention memory.Retention
-	data     dataCache
-	decision preparedQuery
+	data      dataCache
+	decision  preparedQuery
 	// place is prepared when the policy defines a placement document;
 	// without one, free text is placed by the slot fields of a decision.
 	place *preparedQuery
