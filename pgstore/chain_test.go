@@ -11,7 +11,36 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/pgstore"
 )
+
+// sealedEvents opens a store on a fresh database with n events appended,
+// each in an update of its own, and sealed, and a plain connection to it.
+func sealedEvents(t *testing.T, n int) (*pgstore.Store, *pgx.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	url := pgtest.New(t)
+	st := open(t, url)
+	for i := range n {
+		err := st.Update(ctx, func(tx memory.Tx) error {
+			in := json.RawMessage(fmt.Sprintf(`{"candidate":{"summary":"plan number %d"}}`, i))
+			return tx.AppendEvent(&memory.Event{ID: fmt.Sprintf("ev%02d", i), Type: memory.EventApplied,
+				At: time.Unix(int64(i), 0).UTC(), Input: in})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return st, conn
+}
 
 // TestAuditVerifyFindsTamperingInTheDatabase edits, removes and reorders
 // one event with SQL, behind memgate's back (triggers off, as an owner of
@@ -40,26 +69,7 @@ func TestAuditVerifyFindsTamperingInTheDatabase(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			url := pgtest.New(t)
-			st := open(t, url)
-			for i := range 10 {
-				err := st.Update(ctx, func(tx memory.Tx) error {
-					in := json.RawMessage(fmt.Sprintf(`{"candidate":{"summary":"plan number %d"}}`, i))
-					return tx.AppendEvent(&memory.Event{ID: fmt.Sprintf("ev%02d", i), Type: memory.EventApplied,
-						At: time.Unix(int64(i), 0).UTC(), Input: in})
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := st.Seal(ctx); err != nil {
-				t.Fatal(err)
-			}
-			conn, err := pgx.Connect(ctx, url)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close(ctx)
+			st, conn := sealedEvents(t, 10)
 			if len(tc.sql) > 0 {
 				if _, err := conn.Exec(ctx, "SET session_replication_role = replica"); err != nil {
 					t.Fatal(err)
@@ -91,25 +101,11 @@ func TestAuditVerifyFindsTamperingInTheDatabase(t *testing.T) {
 // event cannot be updated or deleted by SQL.
 func TestAuditLogRefusesChangesToSealedEvents(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.New(t)
-	st := open(t, url)
-	if err := st.Update(ctx, func(tx memory.Tx) error {
-		return tx.AppendEvent(&memory.Event{ID: "ev", Type: memory.EventApplied, Reason: "r"})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.Seal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	_, conn := sealedEvents(t, 1)
 	for _, q := range []string{
-		`UPDATE memgate_events SET doc = '{}' WHERE id = 'ev'`,
-		`UPDATE memgate_events SET seq = NULL WHERE id = 'ev'`,
-		`DELETE FROM memgate_events WHERE id = 'ev'`,
+		`UPDATE memgate_events SET doc = '{}' WHERE id = 'ev00'`,
+		`UPDATE memgate_events SET seq = NULL WHERE id = 'ev00'`,
+		`DELETE FROM memgate_events WHERE id = 'ev00'`,
 		`TRUNCATE memgate_events`,
 	} {
 		if _, err := conn.Exec(ctx, q); err == nil {

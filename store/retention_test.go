@@ -10,19 +10,26 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
+// retentionWorld is a Badger store on disk and a governor on a clock the
+// test moves.
+func retentionWorld(t *testing.T) (*store.Store, *memory.Governor, *clock) {
+	t.Helper()
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: clk.Now}), clk
+}
+
 // TestRetentionPurgesOldVersionsOnly: past their layer's retention,
 // superseded and rejected versions lose their text; the active version,
 // and versions of a layer kept for ever, keep it; each round is bounded;
 // the chain stays valid.
 func TestRetentionPurgesOldVersionsOnly(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: clk.Now})
+	st, gov, clk := retentionWorld(t)
 	submit := func(c memory.Candidate) *memory.Record {
 		t.Helper()
 		out, err := gov.Submit(ctx, c)
@@ -90,13 +97,7 @@ func TestRetentionPurgesOldVersionsOnly(t *testing.T) {
 // deletion after the pass, recorded as expired.
 func TestExpiredMemoriesLeaveTheActiveLayer(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: clk.Now})
+	_, gov, clk := retentionWorld(t)
 	out, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "p", Summary: "sale ends friday",
 		ExpiresAt: clk.now.Add(48 * time.Hour)})
 	if err != nil {
