@@ -18,17 +18,24 @@ CREATE TABLE memgate_audit_head (
 	event_id text COLLATE "C" NOT NULL
 );
 
--- Still append-only, with two exceptions: an event not yet in the chain
--- may be numbered and sealed (once: after that its seq is set), and
--- erasure and retention, which say so (SET LOCAL memgate.redact = 'on'),
--- may remove a sealed event's text, keeping its id and position.
+-- Still append-only, with three exceptions that keep the id, the record
+-- and the shadowed flag: a committing transaction numbers its events
+-- (ord, once, nothing else); the sealer puts a numbered event into the
+-- chain (seq, once, with its sealed doc); erasure and retention, which
+-- say so (SET LOCAL memgate.redact = 'on'), remove an event's text and
+-- keep its place.
 CREATE OR REPLACE FUNCTION memgate_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-	IF TG_OP = 'UPDATE' AND OLD.id = NEW.id THEN
-		IF OLD.seq IS NULL THEN
+	IF TG_OP = 'UPDATE' AND OLD.id = NEW.id AND OLD.record_id IS NOT DISTINCT FROM NEW.record_id
+		AND OLD.shadowed = NEW.shadowed THEN
+		IF OLD.seq IS NULL AND NEW.seq IS NULL AND OLD.ord IS NULL AND NEW.ord IS NOT NULL AND OLD.doc = NEW.doc THEN
 			RETURN NEW;
 		END IF;
-		IF current_setting('memgate.redact', true) = 'on' AND NEW.seq = OLD.seq THEN
+		IF OLD.seq IS NULL AND NEW.seq IS NOT NULL AND OLD.ord IS NOT DISTINCT FROM NEW.ord THEN
+			RETURN NEW;
+		END IF;
+		IF current_setting('memgate.redact', true) = 'on' AND NEW.seq IS NOT DISTINCT FROM OLD.seq
+			AND NEW.ord IS NOT DISTINCT FROM OLD.ord THEN
 			RETURN NEW;
 		END IF;
 	END IF;
