@@ -184,3 +184,41 @@ func TestAuditChainSealsEventsWrittenBeforeIt(t *testing.T) {
 		t.Fatalf("position 1 holds %s", first)
 	}
 }
+
+// TestWritesWaitOutCompaction: Compact blocks Badger's writes while it
+// flushes the memtables; updates and puts made meanwhile wait and succeed.
+func TestWritesWaitOutCompaction(t *testing.T) {
+	s, err := Open(Options{Dir: t.TempDir(), GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	done := make(chan error, 1)
+	go func() {
+		for i := range 300 {
+			err := s.Update(ctx, func(tx memory.Tx) error {
+				return tx.AppendEvent(&memory.Event{ID: fmt.Sprintf("w%04d", i), Type: memory.EventApplied, Reason: "during compaction"})
+			})
+			if err == nil {
+				err = s.Put(ctx, "test", fmt.Sprint(i), []byte("v"))
+			}
+			if err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for range 5 {
+		if err := s.Compact(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("a write during compaction: %v", err)
+	}
+	if rep, err := memory.VerifyChain(ctx, s); err != nil || !rep.OK || rep.Events != 300 {
+		t.Fatalf("the chain: %+v %v", rep, err)
+	}
+}

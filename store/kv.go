@@ -71,7 +71,13 @@ func (s *Store) setDurable(ctx context.Context, k, v []byte) error {
 	if err := s.guard.admit(n); err != nil {
 		return err // nothing reached Badger
 	}
-	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+		if !errors.Is(err, badger.ErrBlockedWrites) || waitUnblocked(ctx, attempt) != nil {
+			break
+		}
+	}
 	s.guard.done(n)
 	if err != nil {
 		return err

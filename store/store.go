@@ -257,6 +257,12 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 		case errors.Is(err, badger.ErrConflict) && attempt < maxAttempts:
 			time.Sleep(time.Duration(rand.IntN(50*attempt)) * time.Microsecond)
 			continue
+		case errors.Is(err, badger.ErrBlockedWrites):
+			// Compact is flushing the memtables (an erasure): wait for it.
+			if werr := waitUnblocked(ctx, attempt); werr != nil {
+				return fmt.Errorf("store: update: %w", err)
+			}
+			continue
 		case errors.Is(err, badger.ErrTxnTooBig):
 			return fmt.Errorf("store: %w: %w", memory.ErrTxnTooBig, err)
 		case errors.Is(err, badger.ErrReadOnlyTxn) && s.guard != nil && s.guard.readOnly != nil:
@@ -286,6 +292,24 @@ func (s *Store) Backup(w io.Writer) error {
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	return nil
+}
+
+// blockedWait bounds how long a write waits for Compact's memtable flush,
+// which blocks Badger's writes, before it fails.
+const blockedWait = 30 * time.Second
+
+// waitUnblocked sleeps before the next attempt of a write Badger refused
+// with ErrBlockedWrites; an error when the wait is over.
+func waitUnblocked(ctx context.Context, attempt int) error {
+	if time.Duration(attempt)*2*time.Millisecond > blockedWait {
+		return errors.New("writes stayed blocked")
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(2 * time.Millisecond):
+		return nil
+	}
 }
 
 type badgerLogger struct{ l *slog.Logger }

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -329,12 +330,17 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	} else {
 		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (mem0.EventKV)", b.Where, b.Store)
 	}
+	// Background work on the store (an unfinished erasure, retention)
+	// stops and is waited for before the store closes.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer func() { stopBackground(); background.Wait() }()
 	er := &eraser{gov: gov, kv: b.KV, events: events, compact: b.Compact, newID: memory.NewULIDSource(), log: log}
-	go func() {
-		if err := er.Resume(ctx); err != nil && ctx.Err() == nil {
+	background.Go(func() {
+		if err := er.Resume(bgCtx); err != nil && bgCtx.Err() == nil {
 			log.Error("an erasure a previous run began could not be finished; it is tried again at the next start", "err", err)
 		}
-	}()
+	})
 	var agentErase func(context.Context, memory.ErasureRequest) (memory.ErasureCounts, error)
 	if cfg.mem0DeleteErases {
 		agentErase = func(ctx context.Context, req memory.ErasureRequest) (memory.ErasureCounts, error) {
@@ -362,7 +368,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 			rules = rp.Retention
 		}
 		rw := &retentionWorker{gov: gov, rules: rules, interval: cfg.retentionInterval, batch: max(cfg.retentionBatch, 1), metrics: rm, log: log}
-		go rw.run(ctx)
+		background.Go(func() { rw.run(bgCtx) })
 	}
 	adminMux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot, Audit: b.Audit,
