@@ -110,9 +110,13 @@ type Report struct {
 	Lost          []Loss          `json:"lost"`
 	// DoubleActive lists slots seen with more than one active record.
 	DoubleActive []string `json:"doubleActive"`
-	Sent         int64    `json:"sent"`
-	CutOff       int64    `json:"cutOff"`       // calls the kill left unanswered
-	ServerErrors int64    `json:"serverErrors"` // 5xx answers
+	// AuditEvents is how many audit events the final check verified as
+	// an intact hash chain; AuditBroken says what was wrong with it.
+	AuditEvents  uint64 `json:"auditEvents"`
+	AuditBroken  string `json:"auditBroken,omitempty"`
+	Sent         int64  `json:"sent"`
+	CutOff       int64  `json:"cutOff"`       // calls the kill left unanswered
+	ServerErrors int64  `json:"serverErrors"` // 5xx answers
 	// FailedAnswers are the server errors and unexpected answers by
 	// status and error code.
 	FailedAnswers map[string]FailedAnswer `json:"failedAnswers"`
@@ -124,8 +128,11 @@ type Report struct {
 // their acknowledgement rules out.
 func (r *Report) ItemsLost() int { return len(r.Lost) }
 
-// OK reports whether nothing acknowledged was lost and invariant 1 held.
-func (r *Report) OK() bool { return len(r.Lost) == 0 && len(r.DoubleActive) == 0 }
+// OK reports whether nothing acknowledged was lost, invariant 1 held and
+// the audit chain is intact.
+func (r *Report) OK() bool {
+	return len(r.Lost) == 0 && len(r.DoubleActive) == 0 && r.AuditBroken == ""
+}
 
 // Print writes the report for people.
 func (r *Report) Print(w io.Writer) {
@@ -150,6 +157,11 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %s ×%d, e.g. %q\n", k, r.FailedAnswers[k].Count, r.FailedAnswers[k].Example)
 	}
 	fmt.Fprintf(w, "checked: %d records, %d slot histories\n", r.Checked, r.Slots)
+	if r.AuditBroken != "" {
+		fmt.Fprintf(w, "audit chain BROKEN: %s\n", r.AuditBroken)
+	} else {
+		fmt.Fprintf(w, "audit chain: %d events intact\n", r.AuditEvents)
+	}
 	fmt.Fprintf(w, "items lost: %d\n", r.ItemsLost())
 	for _, l := range r.Lost {
 		fmt.Fprintf(w, "  lost %s: %s\n", l.RecordID, l.Problem)
@@ -288,6 +300,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	via := fleet.Procs[restarted[rng.IntN(len(restarted))]]
 	v, verr := verify(ctx, sidecar.NewClient(via, hc), ledger, 0, 8)
 	record(v)
+	// The audit log is a hash chain that every kill must leave intact.
+	var chain struct {
+		OK      bool   `json:"ok"`
+		Events  uint64 `json:"events"`
+		Problem *struct {
+			Kind, EventID, Detail string
+		} `json:"problem"`
+	}
+	if err := sidecar.NewClient(via, hc).Do(ctx, http.MethodGet, via.Admin+"/admin/v1/audit/verify", nil, &chain); err != nil {
+		verr = errors.Join(verr, fmt.Errorf("audit verify: %w", err))
+	} else {
+		rep.AuditEvents = chain.Events
+		if !chain.OK && chain.Problem != nil {
+			rep.AuditBroken = chain.Problem.Kind + " " + chain.Problem.EventID + ": " + chain.Problem.Detail
+		}
+	}
 	if err := fleet.Stop(10 * time.Second); err != nil {
 		verr = errors.Join(verr, err)
 	}
