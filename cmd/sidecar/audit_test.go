@@ -66,3 +66,30 @@ func TestCLIAuditVerifyAndSignedExport(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIErase: sidecar erase through the admin API says what it erased
+// and what still holds the data; without a scope it refuses.
+func TestCLIErase(t *testing.T) {
+	gov, url := cliFixture(t)
+	ctx := context.Background()
+	for _, c := range []memory.Candidate{
+		{Layer: memory.LayerKnowledge, SubjectID: "alice", Summary: "alice likes tea", Scope: memory.Scope{UserID: "alice"}},
+		{Layer: memory.LayerKnowledge, SubjectID: "bob", Summary: "bob likes coffee", Scope: memory.Scope{UserID: "bob"}},
+	} {
+		if _, err := gov.Submit(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := runCLI(t, url, "erase", "--user", "alice", "--reason", "ticket 9")
+	if err != nil || !strings.Contains(out, "1 memories erased (1 active, 0 pending withdrawn)") ||
+		!strings.Contains(out, "compacted: true") || !strings.Contains(out, "still holding the data: every backup") {
+		t.Fatalf("erase: %v\n%s", err, out)
+	}
+	active, err := gov.List(ctx, memory.ListFilter{})
+	if err != nil || len(active) != 1 || active[0].Summary != "bob likes coffee" {
+		t.Fatalf("after the erasure: %+v %v", active, err)
+	}
+	if out, err := runCLI(t, url, "erase", "--reason", "no one"); err == nil {
+		t.Fatalf("an erasure without a scope ran:\n%s", out)
+	}
+}
