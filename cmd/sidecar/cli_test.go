@@ -40,7 +40,7 @@ func cliFixture(t *testing.T) (*memory.Governor, string) {
 	er := &eraser{gov: gov, kv: st, compact: st.Compact, newID: memory.NewULIDSource(), log: slog.New(slog.DiscardHandler)}
 	mux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: slog.New(slog.DiscardHandler), Token: "tok",
-		Erase: func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },
+		Erase:    func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
 		Replay:   replayPolicy(gov), Audit: st}).Register(mux)
 	srv := httptest.NewServer(mux)
