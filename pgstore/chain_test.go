@@ -11,6 +11,7 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storetest"
 	"github.com/memgate/memgate/pgstore"
 )
 
@@ -80,19 +81,7 @@ func TestAuditVerifyFindsTamperingInTheDatabase(t *testing.T) {
 					t.Fatalf("%s: %v (%d rows)", q, err, tag.RowsAffected())
 				}
 			}
-			rep, err := memory.VerifyChain(ctx, st)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.kind == "" {
-				if !rep.OK || rep.Events != 10 {
-					t.Fatalf("want 10 events verified, got %+v %v", rep, rep.Problem)
-				}
-				return
-			}
-			if rep.OK || rep.Problem.Kind != tc.kind || rep.Problem.EventID != tc.id {
-				t.Fatalf("want %s of %s, got %+v %+v", tc.kind, tc.id, rep, rep.Problem)
-			}
+			storetest.WantChainProblem(t, st, tc.kind, tc.id, 10)
 		})
 	}
 }

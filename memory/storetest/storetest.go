@@ -669,3 +669,23 @@ func testAuditChain(t *testing.T, s memory.Store) {
 		t.Fatal(err)
 	}
 }
+
+// WantChainProblem verifies c's audit chain and checks what it finds: the
+// first problem of kind with event id, or (kind "") an intact chain of n
+// events. The stores' tamper tests share it.
+func WantChainProblem(t *testing.T, c memory.AuditChain, kind, id string, n uint64) {
+	t.Helper()
+	rep, err := memory.VerifyChain(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind == "" {
+		if !rep.OK || rep.Events != n {
+			t.Fatalf("want %d events verified, got %+v %v", n, rep, rep.Problem)
+		}
+		return
+	}
+	if rep.OK || rep.Problem.Kind != kind || rep.Problem.EventID != id {
+		t.Fatalf("want %s of %s, got %+v %+v", kind, id, rep, rep.Problem)
+	}
+}
