@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,5 +102,54 @@ func TestAuditLogRefusesChangesToSealedEvents(t *testing.T) {
 		if _, err := conn.Exec(ctx, q); err == nil {
 			t.Errorf("%s: done", q)
 		}
+	}
+}
+
+// TestAuditChainTakesInEventsWrittenBeforeIt: a database whose events were
+// written before the chain (schema version 1) has them numbered by
+// migration 0002, in id order, and sealed first; new events follow.
+func TestAuditChainTakesInEventsWrittenBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.New(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	v1, err := os.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE memgate_schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		string(v1),
+		`INSERT INTO memgate_schema_migrations (version, name) VALUES (1, '0001_init.sql')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []string{"old03", "old01", "old02"} { // inserted out of id order
+		doc, _ := json.Marshal(&memory.Event{ID: id, Type: memory.EventApplied, Reason: "from before"})
+		if _, err := conn.Exec(ctx, "INSERT INTO memgate_events (id, record_id, shadowed, doc) VALUES ($1, NULL, false, $2)", id, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := open(t, url) // applies 0002
+	if err := st.Update(ctx, func(tx memory.Tx) error {
+		return tx.AppendEvent(&memory.Event{ID: "new01", Type: memory.EventApplied})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Seal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WantChainProblem(t, st, "", "", 4)
+	var order []string
+	if err := st.ScanChain(ctx, 1, func(_ uint64, id string, _ []byte) error { order = append(order, id); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(order, ",") != "old01,old02,old03,new01" {
+		t.Fatalf("chain order %v", order)
 	}
 }
