@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/proxy"
 )
 
 // TestDeleteByEntityErasesWhenTheOperatorSaysSo: with Options.Erase, a
@@ -70,5 +71,33 @@ func TestExpirationDateIsHonoured(t *testing.T) {
 	m := got[0].(map[string]any)
 	if m["expiration_date"] != "2999-01-01" {
 		t.Fatalf("the memory left: %v", m)
+	}
+}
+
+// TestDeleteByEntityErasureStaysInTheTenant: bob's key cannot erase
+// alice; a key bound to alice erases within alice only, even with no
+// user_id given.
+func TestDeleteByEntityErasureStaysInTheTenant(t *testing.T) {
+	var got []memory.ErasureRequest
+	keys, err := proxy.ParseAgentKeys("ka@user=alice, kb@user=bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *Options) {
+		o.Keys = proxy.NewAgentKeys(keys)
+		o.Erase = func(_ context.Context, req memory.ErasureRequest) (memory.ErasureCounts, error) {
+			got = append(got, req)
+			return memory.ErasureCounts{}, nil
+		}
+	})
+	if r := e.do("DELETE", "/v1/memories/?user_id=alice", nil, "Authorization", "Token kb"); r.status == http.StatusOK {
+		t.Fatalf("bob's key erased alice: %d", r.status)
+	}
+	if len(got) != 0 {
+		t.Fatalf("an erasure ran for bob's key: %+v", got)
+	}
+	e.call("DELETE", "/v1/memories/?run_id=r1", nil, http.StatusOK, "Authorization", "Token ka")
+	if len(got) != 1 || got[0].Scope != (memory.ErasureScope{UserID: "alice", RunID: "r1", ScopeOnly: true}) {
+		t.Fatalf("alice's erasure: %+v", got)
 	}
 }
