@@ -112,11 +112,15 @@ type Report struct {
 	DoubleActive []string `json:"doubleActive"`
 	// AuditEvents is how many audit events the final check verified as
 	// an intact hash chain; AuditBroken says what was wrong with it.
-	AuditEvents  uint64 `json:"auditEvents"`
-	AuditBroken  string `json:"auditBroken,omitempty"`
-	Sent         int64  `json:"sent"`
-	CutOff       int64  `json:"cutOff"`       // calls the kill left unanswered
-	ServerErrors int64  `json:"serverErrors"` // 5xx answers
+	AuditEvents uint64 `json:"auditEvents"`
+	AuditBroken string `json:"auditBroken,omitempty"`
+	// Erasures counts the erasures the sidecar acknowledged during the
+	// load (each cycle asks for one), ErasuresCut those the kill cut off.
+	Erasures     int   `json:"erasures"`
+	ErasuresCut  int   `json:"erasuresCut"`
+	Sent         int64 `json:"sent"`
+	CutOff       int64 `json:"cutOff"`       // calls the kill left unanswered
+	ServerErrors int64 `json:"serverErrors"` // 5xx answers
 	// FailedAnswers are the server errors and unexpected answers by
 	// status and error code.
 	FailedAnswers map[string]FailedAnswer `json:"failedAnswers"`
@@ -157,6 +161,7 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %s ×%d, e.g. %q\n", k, r.FailedAnswers[k].Count, r.FailedAnswers[k].Example)
 	}
 	fmt.Fprintf(w, "checked: %d records, %d slot histories\n", r.Checked, r.Slots)
+	fmt.Fprintf(w, "erasures under load: %d acknowledged and checked, %d cut off by the kill\n", r.Erasures, r.ErasuresCut)
 	if r.AuditBroken != "" {
 		fmt.Fprintf(w, "audit chain BROKEN: %s\n", r.AuditBroken)
 	} else {
@@ -192,6 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	ledger := NewLedger(cfg.AckLog)
+	erasures := newErasureLog()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	fleet := sidecar.NewFleet(sidecar.Options{Binary: cfg.Binary, DataDir: cfg.DataDir, Store: cfg.Store, Env: cfg.Env}, cfg.Instances)
 	defer fleet.Kill()
@@ -230,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		uptime := cfg.MinUptime + time.Duration(rng.Int64N(int64(cfg.MaxUptime-cfg.MinUptime)+1))
 		victims := pickVictims(cfg, rng)
-		w := &workload{ledger: ledger, cycle: cycle, slots: cfg.Slots}
+		w := &workload{ledger: ledger, erased: erasures, cycle: cycle, slots: cfg.Slots}
 		for _, p := range fleet.Procs {
 			w.clients = append(w.clients, sidecar.NewClient(p, hc))
 		}
@@ -300,6 +306,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	via := fleet.Procs[restarted[rng.IntN(len(restarted))]]
 	v, verr := verify(ctx, sidecar.NewClient(via, hc), ledger, 0, 8)
 	record(v)
+	// Every acknowledged erasure erased all it had to, resumed or not.
+	n, lost, err := checkErasures(ctx, sidecar.NewClient(via, hc), erasures)
+	rep.Erasures, rep.ErasuresCut = len(erasures.done), erasures.cut
+	rep.Checked += n
+	rep.Lost = append(rep.Lost, lost...)
+	verr = errors.Join(verr, err)
 	// The audit log is a hash chain that every kill must leave intact.
 	var chain struct {
 		OK      bool   `json:"ok"`
@@ -406,6 +418,7 @@ func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workl
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(1000+i)))
 		wg.Go(func() { w.reviewer(wctx, r) })
 	}
+	wg.Go(func() { w.eraser(wctx) })
 	// restarted receives nil when the database restarted, an error when
 	// that failed, errNoRestart when none was due or the cycle ended first.
 	restarted := make(chan error, 1)
