@@ -238,9 +238,6 @@ func (s *Store) attempt(ctx context.Context, opts pgx.TxOptions, fn func(*tx) er
 	t := &tx{ctx: ctx, tx: ptx}
 	ferr := fn(t)
 	if ferr == nil {
-		ferr = t.numberEvents() // the last writes: the audit chain's order (chain.go)
-	}
-	if ferr == nil {
 		t.flush() // an error is kept in t.err
 	}
 	if ferr == nil && t.err == nil {

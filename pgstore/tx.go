@@ -27,8 +27,8 @@ type tx struct {
 	// write's error is therefore returned by the read or the Update
 	// after it.
 	writes pgx.Batch
-	// events are the ids of the audit events appended, in order: the
-	// commit numbers them for the chain (chain.go).
+	// events are the ids of the audit events appended: after the commit
+	// the sealer is woken to put them into the chain (chain.go).
 	events []string
 }
 

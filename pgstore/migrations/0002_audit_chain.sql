@@ -1,10 +1,8 @@
 -- The audit log as a hash chain across the fleet (memory/chain.go,
--- pgstore/chain.go). ord is the order events were committed in: a write
--- transaction numbers its events from memgate_events_ord while it holds
--- the chain's advisory lock, which it keeps until its COMMIT is done, so
--- the numbers follow commit order. seq is the event's position in the
--- chain, set once, when a sealer puts it there (doc then holds the sealed
--- form); NULL until then.
+-- pgstore/chain.go). ord numbers events as they are inserted
+-- (memgate_events_ord); the sealer takes the committed ones in that order.
+-- seq is the event's position in the chain, set once, when a sealer puts
+-- it there (doc then holds the sealed form); NULL until then.
 CREATE SEQUENCE memgate_events_ord;
 ALTER TABLE memgate_events ADD COLUMN ord bigint, ADD COLUMN seq bigint;
 CREATE UNIQUE INDEX memgate_events_seq ON memgate_events (seq);
@@ -19,9 +17,9 @@ CREATE TABLE memgate_audit_head (
 );
 
 -- Still append-only, with three exceptions that keep the id, the record
--- and the shadowed flag: a committing transaction numbers its events
--- (ord, once, nothing else); the sealer puts a numbered event into the
--- chain (seq, once, with its sealed doc); erasure and retention, which
+-- and the shadowed flag: an event without a number gets one (ord, once,
+-- nothing else: the events below); the sealer puts a numbered event into
+-- the chain (seq, once, with its sealed doc); erasure and retention, which
 -- say so (SET LOCAL memgate.redact = 'on'), remove an event's text and
 -- keep its place.
 CREATE OR REPLACE FUNCTION memgate_events_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -51,3 +49,4 @@ UPDATE memgate_events SET ord = o.n
 	FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM memgate_events) o
 	WHERE memgate_events.id = o.id;
 SELECT setval('memgate_events_ord', COALESCE((SELECT max(ord) FROM memgate_events), 0) + 1, false);
+ALTER TABLE memgate_events ALTER COLUMN ord SET DEFAULT nextval('memgate_events_ord');
