@@ -76,6 +76,9 @@ func exportedNames(t *testing.T) map[string]bool {
 		slacknotify.Deps{Gov: gov, KV: st, Registerer: reg}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := metrics.NewRetention(reg); err != nil {
+		t.Fatal(err)
+	}
 	if err := metrics.RegisterBuildInfo(reg); err != nil {
 		t.Fatal(err)
 	}

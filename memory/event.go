@@ -20,6 +20,12 @@ const (
 	EventRolledBack  EventType = "rolled_back" // a version was undone
 	EventRestored    EventType = "restored"    // a version became active again by a rollback
 	EventQuarantined EventType = "quarantined" // a run's or actor's writes were undone
+
+	EventErasureStarted EventType = "erasure_started" // an erasure began (its journal in the log)
+	EventErased         EventType = "erased"          // a record's text was erased
+	EventErasureDone    EventType = "erasure_done"    // an erasure finished, with its counts
+	EventRetained       EventType = "retention"       // retention removed an old version's text
+	EventExpired        EventType = "expired"         // an active record reached its expiry and left the active layer
 )
 
 // Event is one entry of the append-only audit log.
@@ -44,6 +50,20 @@ type Event struct {
 	// RecordedInput: pending writes are referenced by id, not embedded
 	// (events written before that embed them; ParseRecordedInput reads both).
 	Input json.RawMessage `json:"input,omitempty"`
+	// Erasure names the erasure (or retention pass) an erased,
+	// erasure_started, erasure_done or retention event is about.
+	Erasure *ErasureSummary `json:"erasure,omitempty"`
+
+	// The audit chain (chain.go), set by the store when it appends the
+	// event: its position, the hash and id of the event before it, the
+	// salt and salted hash of its text (Input, Reason), and, once erasure
+	// or retention removed that text, why.
+	Seq      uint64 `json:"seq,omitempty"`
+	Prev     string `json:"prev,omitempty"`
+	PrevID   string `json:"prevId,omitempty"`
+	Salt     string `json:"salt,omitempty"`
+	TextHash string `json:"textHash,omitempty"`
+	Erased   string `json:"erased,omitempty"`
 }
 
 // NoticeKind names a notification for reviewers.

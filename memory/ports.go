@@ -243,6 +243,9 @@ type Candidate struct {
 	// and the guard pairs an edited entry with its slot itself. Not
 	// something a client can send.
 	KeepApart bool `json:"-"`
+	// ExpiresAt, when set, is when the memory leaves the active layer
+	// (Mem0's expiration_date; see RetentionPass).
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
 // ActiveLister lists the active layer from an index kept in step with the

@@ -305,6 +305,14 @@ type Record struct {
 	SupersededAt   time.Time `json:"supersededAt,omitzero"`
 	DecidedAt      time.Time `json:"decidedAt,omitzero"`
 	RolledBackAt   time.Time `json:"rolledBackAt,omitzero"`
+	// ExpiresAt, when set, is when the record leaves the active layer
+	// (Mem0's expiration_date): the retention pass then makes it a
+	// deletion, recorded as expired.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
+	// Erased is set once an erasure or retention removed the record's
+	// text (erase.go): only ids, times, statuses, the decision and a
+	// salted hash of the text remain.
+	Erased *Erasure `json:"erased,omitempty"`
 }
 
 // ParkVersion names the version of a parked write a reviewer decides on
@@ -337,6 +345,10 @@ func (r *Record) Clone() *Record {
 	if r.FactMatch != nil {
 		m := *r.FactMatch
 		c.FactMatch = &m
+	}
+	if r.Erased != nil {
+		e := *r.Erased
+		c.Erased = &e
 	}
 	return &c
 }

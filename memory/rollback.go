@@ -123,6 +123,9 @@ func restoreTarget(tx ReadTx, id string) (*Record, error) {
 		if err != nil {
 			return nil, fmt.Errorf("restore target %s: %w", id, err)
 		}
+		if r.Erased != nil {
+			return nil, nil // an erased version is never restored: the slot is left empty
+		}
 		if r.Status != StatusRolledBack {
 			return r, nil
 		}

@@ -53,7 +53,7 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 	now := g.now()
 	rec := &Record{ID: g.newID(), SlotID: c.SlotID, Op: c.Op, Layer: c.Layer, SubjectID: c.SubjectID,
 		FactType: c.FactType, Summary: c.Summary, Value: c.Value, CandidateSource: c.CandidateSource,
-		Actor: c.Actor, Scope: c.Scope, Metadata: c.Metadata, Evidence: c.Evidence, CreatedAt: now}
+		Actor: c.Actor, Scope: c.Scope, Metadata: c.Metadata, Evidence: c.Evidence, CreatedAt: now, ExpiresAt: c.ExpiresAt}
 	if err := g.placeRecord(ctx, rec); err != nil {
 		return nil, err
 	}

@@ -46,6 +46,9 @@ type Store struct {
 	// factConns bounds the connections LockFacts holds to half the pool,
 	// so the writes holding them always find one for their transaction.
 	factConns chan struct{}
+	// sealKick wakes the audit chain's sealer (chain.go), which runs
+	// until stop and is waited for with probes.
+	sealKick chan struct{}
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -88,8 +91,10 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	}
 	probeCtx, stop := context.WithCancel(context.Background())
 	s := &Store{pool: pool, log: o.Logger, instance: o.Instance, stop: stop,
-		factConns: make(chan struct{}, max(1, cfg.MaxConns/2))}
+		factConns: make(chan struct{}, max(1, cfg.MaxConns/2)), sealKick: make(chan struct{}, 1)}
 	s.health.ctx, s.health.log = probeCtx, o.Logger
+	s.probes.Go(func() { s.sealer(probeCtx) })
+	s.kickSealer() // events an instance left unsealed, or written before the chain
 	return s, nil
 }
 
@@ -140,7 +145,16 @@ var (
 // Update runs fn in a SERIALIZABLE transaction, running it again when it
 // loses a serialization race, and returns once COMMIT succeeded.
 func (s *Store) Update(ctx context.Context, fn func(memory.Tx) error) error {
-	return s.run(ctx, "update", writeTx, func(t *tx) error { return fn(t) })
+	events := false
+	err := s.run(ctx, "update", writeTx, func(t *tx) error {
+		err := fn(t)
+		events = len(t.events) > 0
+		return err
+	})
+	if err == nil && events {
+		s.kickSealer()
+	}
+	return err
 }
 
 // View runs fn in a read-only snapshot.
@@ -342,4 +356,17 @@ func (h *health) set(cause error, probe bool) {
 	} else {
 		h.err = nil
 	}
+}
+
+// Compact rewrites the tables that hold text (VACUUM FULL), so that rows
+// an erasure or retention changed leave the table files, not only the
+// reach of queries. Each table is locked while it is rewritten: the fleet's
+// writes wait for it. PostgreSQL's write-ahead log, its archive and
+// replicas keep the old rows until they are recycled; backups keep them.
+func (s *Store) Compact(ctx context.Context) error {
+	_, err := s.pool.Exec(ctx, "VACUUM (FULL) memgate_records, memgate_events, memgate_notices, memgate_kv, memgate_rollback_points, memgate_slots")
+	if err != nil {
+		return fmt.Errorf("pgstore: compact: %w", err)
+	}
+	return nil
 }

@@ -27,6 +27,9 @@ type tx struct {
 	// write's error is therefore returned by the read or the Update
 	// after it.
 	writes pgx.Batch
+	// events are the ids of the audit events appended: after the commit
+	// the sealer is woken to put them into the chain (chain.go).
+	events []string
 }
 
 var (
@@ -416,8 +419,12 @@ func (t *tx) AppendEvent(e *memory.Event) error {
 		id := e.RecordID
 		recordID = &id
 	}
-	return t.exec("INSERT INTO memgate_events (id, record_id, shadowed, doc) VALUES ($1, $2, $3, $4)",
-		e.ID, recordID, memory.IsShadowed(e), doc)
+	if err := t.exec("INSERT INTO memgate_events (id, record_id, shadowed, doc) VALUES ($1, $2, $3, $4)",
+		e.ID, recordID, memory.IsShadowed(e), doc); err != nil {
+		return err
+	}
+	t.events = append(t.events, e.ID)
+	return nil
 }
 
 // PutNotice writes a notice and ends its lease: a notice written again was

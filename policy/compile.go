@@ -29,8 +29,10 @@ type Compiled struct {
 	revision string
 	files    FileSet
 	features *textFeatures // all the policy declares; nil when none
-	data     dataCache
-	decision rego.PreparedEvalQuery
+	// retention is how long old versions keep their text (retention.go).
+	retention memory.Retention
+	data      dataCache
+	decision  rego.PreparedEvalQuery
 	// place is prepared when the policy defines a placement document;
 	// without one, free text is placed by the slot fields of a decision.
 	place *rego.PreparedEvalQuery
@@ -79,6 +81,10 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 	if err != nil {
 		return nil, err
 	}
+	retention, err := parseRetention(data)
+	if err != nil {
+		return nil, err
+	}
 	if features, err = withModel(features, files); err != nil {
 		return nil, err
 	}
@@ -116,7 +122,7 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 	if err != nil {
 		return nil, fmt.Errorf("policy data: %w", err)
 	}
-	p := &Compiled{revision: rev, files: files, features: features, data: dataCache{root: root},
+	p := &Compiled{revision: rev, files: files, features: features, retention: retention, data: dataCache{root: root},
 		decision: pq, place: place, scans: newScanMemo(features)}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)

@@ -27,6 +27,10 @@ type Admin struct {
 	Replay func(ctx context.Context, files map[string]string) (any, error)
 	// Snapshot writes a full backup of the store (nil: 503).
 	Snapshot func(ctx context.Context, w io.Writer) error
+	// Erase runs an erasure and answers what it did (nil: 503).
+	Erase func(ctx context.Context, req memory.ErasureRequest) (any, error)
+	// Audit is the store's audit chain, for verify and export (nil: 503).
+	Audit memory.AuditChain
 	// EventPageBytes bounds a page of GET /admin/v1/events and of GET
 	// /admin/v1/reviews in bytes of JSON (0: memory.EventPageBytes, 1 MiB).
 	EventPageBytes int
@@ -55,6 +59,9 @@ func (a *Admin) Register(mux *http.ServeMux) {
 	route("PUT /admin/v1/policy/mode", a.setPolicyMode)
 	route("GET /admin/v1/shadow", a.shadowed)
 	route("GET /admin/v1/snapshot", a.snapshot)
+	route("POST /admin/v1/erase", a.erase)
+	route("GET /admin/v1/audit/verify", a.auditVerify)
+	route("GET /admin/v1/audit/export", a.auditExport)
 	route("/admin/", func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, r, a.Log, memory.Errorf(memory.ENOTFOUND, "no admin route %s %s", r.Method, r.URL.Path))
 	})

@@ -162,7 +162,13 @@ func Export(ctx context.Context, src memory.Store, w io.Writer) (Counts, error) 
 				})
 			},
 			func() error {
-				return tx.ScanEvents("", func(e *memory.Event) bool { return put(&line{Type: typeEvent, Event: e}, &n.Events) })
+				return tx.ScanEvents("", func(e *memory.Event) bool {
+					// The audit chain is the store's own: an import seals
+					// the events into the new store's chain, in id order.
+					// Verify the source (sidecar audit verify) before.
+					e.Seq, e.Prev, e.PrevID, e.Salt, e.TextHash = 0, "", "", "", ""
+					return put(&line{Type: typeEvent, Event: e}, &n.Events)
+				})
 			},
 			func() error {
 				return tx.ScanNotices(func(o *memory.Notice) bool { return put(&line{Type: typeNotice, Notice: o}, &n.Notices) })

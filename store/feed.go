@@ -149,13 +149,13 @@ func (t *tx) activeChanged(r *memory.Record, active bool) error {
 // the feed, before the caller acknowledges the write.
 func (s *Store) commit(t *tx) (err error) {
 	if len(t.changes) == 0 {
-		return t.txn.Commit()
+		return s.commitChained(t)
 	}
 	s.gate.enter()
 	defer s.gate.leave()
 	feeds := s.feeds // Follow changes them only with the gate closed
 	if len(feeds) == 0 {
-		return t.txn.Commit()
+		return s.commitChained(t)
 	}
 	version := t.txn.ReadTs() + 1
 	for _, f := range feeds {
@@ -169,7 +169,7 @@ func (s *Store) commit(t *tx) (err error) {
 			}
 		}
 	}()
-	err = t.txn.Commit()
+	err = s.commitChained(t)
 	returned = true
 	outcome := Committed
 	switch {

@@ -59,7 +59,7 @@ func (s *Store) PutKey(ctx context.Context, k, v []byte) error {
 }
 
 // layoutPrefixes are the store's own key prefixes (see tx.go).
-var layoutPrefixes = []string{"r/", "s/", "p/", "sr/", "sp/", "ss/", "a/", "q/", "xr/", "xa/", "e/", "er/", "sh/", "o/", "kv/"}
+var layoutPrefixes = []string{"r/", "s/", "p/", "sr/", "sp/", "ss/", "a/", "q/", "xr/", "xa/", "e/", "ec/", "ch/", "er/", "sh/", "o/", "kv/"}
 
 // setDurable writes one key in a transaction of its own and returns once
 // the commit is durable.
@@ -71,7 +71,13 @@ func (s *Store) setDurable(ctx context.Context, k, v []byte) error {
 	if err := s.guard.admit(n); err != nil {
 		return err // nothing reached Badger
 	}
-	err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+	var err error
+	for attempt := 1; ; attempt++ {
+		err = s.db.Update(func(txn *badger.Txn) error { return txn.Set(k, v) })
+		if !errors.Is(err, badger.ErrBlockedWrites) || waitUnblocked(ctx, attempt) != nil {
+			break
+		}
+	}
 	s.guard.done(n)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -65,6 +66,10 @@ type Store struct {
 	// guard refuses writes while the disk is nearly full (nil: off).
 	guard *diskGuard
 	dir   string // the database's directory; "" in memory
+	// chainMu serialises commits that append audit events; head is the
+	// audit chain's newest event (chain.go).
+	chainMu sync.Mutex
+	head    memory.ChainHead
 }
 
 var _ memory.Store = (*Store)(nil)
@@ -132,6 +137,10 @@ func Open(o Options) (*Store, error) {
 			return nil, err
 		}
 		s.group = newGroupCommit(s.logs.sync)
+	}
+	if err := s.openChain(opts.ReadOnly); err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -248,6 +257,12 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 		case errors.Is(err, badger.ErrConflict) && attempt < maxAttempts:
 			time.Sleep(time.Duration(rand.IntN(50*attempt)) * time.Microsecond)
 			continue
+		case errors.Is(err, badger.ErrBlockedWrites):
+			// Compact is flushing the memtables (an erasure): wait for it.
+			if werr := waitUnblocked(ctx, attempt); werr != nil {
+				return fmt.Errorf("store: update: %w", err)
+			}
+			continue
 		case errors.Is(err, badger.ErrTxnTooBig):
 			return fmt.Errorf("store: %w: %w", memory.ErrTxnTooBig, err)
 		case errors.Is(err, badger.ErrReadOnlyTxn) && s.guard != nil && s.guard.readOnly != nil:
@@ -277,6 +292,24 @@ func (s *Store) Backup(w io.Writer) error {
 		return fmt.Errorf("store: backup: %w", err)
 	}
 	return nil
+}
+
+// blockedWait bounds how long a write waits for Compact's memtable flush,
+// which blocks Badger's writes, before it fails.
+const blockedWait = 30 * time.Second
+
+// waitUnblocked sleeps before the next attempt of a write Badger refused
+// with ErrBlockedWrites; an error when the wait is over.
+func waitUnblocked(ctx context.Context, attempt int) error {
+	if time.Duration(attempt)*2*time.Millisecond > blockedWait {
+		return errors.New("writes stayed blocked")
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(2 * time.Millisecond):
+		return nil
+	}
 }
 
 type badgerLogger struct{ l *slog.Logger }

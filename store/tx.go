@@ -26,7 +26,9 @@ import (
 //	q/<record>                 review queue
 //	xr/<run or session>\0<rec> records by run
 //	xa/<agent or user>\0<rec>  records by actor
-//	e/<event>                  audit log (ids sort by time)
+//	e/<event>                  audit log (ids sort by time), sealed (chain.go)
+//	ec/<position>              the audit chain: position (8 bytes) -> event id
+//	ch/head, ch/migrated       the audit chain's head; all events are in it
 //	er/<record>\0<event>       events of a record
 //	sh/<event>                 shadowed writes' events (memory.IsShadowed)
 //	o/<notice>                 outbox
@@ -56,6 +58,9 @@ type tx struct {
 	// bytes estimates what committing adds to Badger's logs, for the disk
 	// guard (diskguard.go).
 	bytes int64
+	// events are the audit events appended, in order, sealed onto the
+	// chain when the transaction commits (chain.go).
+	events []*memory.Event
 }
 
 var _ memory.Tx = (*tx)(nil)
@@ -494,7 +499,20 @@ func (t *tx) AppendEvent(e *memory.Event) error {
 			return err
 		}
 	}
-	return t.put(key("e/", e.ID), e)
+	// Written now so the transaction reads it back; sealed at commit.
+	if err := t.put(key("e/", e.ID), e); err != nil {
+		return err
+	}
+	t.wrote(chainEntryBytes)
+	c := *e
+	for i, x := range t.events {
+		if x.ID == e.ID {
+			t.events[i] = &c
+			return nil
+		}
+	}
+	t.events = append(t.events, &c)
+	return nil
 }
 
 func (t *tx) PutNotice(n *memory.Notice) error { return t.put(key("o/", n.ID), n) }

@@ -110,9 +110,17 @@ type Report struct {
 	Lost          []Loss          `json:"lost"`
 	// DoubleActive lists slots seen with more than one active record.
 	DoubleActive []string `json:"doubleActive"`
-	Sent         int64    `json:"sent"`
-	CutOff       int64    `json:"cutOff"`       // calls the kill left unanswered
-	ServerErrors int64    `json:"serverErrors"` // 5xx answers
+	// AuditEvents is how many audit events the final check verified as
+	// an intact hash chain; AuditBroken says what was wrong with it.
+	AuditEvents uint64 `json:"auditEvents"`
+	AuditBroken string `json:"auditBroken,omitempty"`
+	// Erasures counts the erasures the sidecar acknowledged during the
+	// load (each cycle asks for one), ErasuresCut those the kill cut off.
+	Erasures     int   `json:"erasures"`
+	ErasuresCut  int   `json:"erasuresCut"`
+	Sent         int64 `json:"sent"`
+	CutOff       int64 `json:"cutOff"`       // calls the kill left unanswered
+	ServerErrors int64 `json:"serverErrors"` // 5xx answers
 	// FailedAnswers are the server errors and unexpected answers by
 	// status and error code.
 	FailedAnswers map[string]FailedAnswer `json:"failedAnswers"`
@@ -124,8 +132,11 @@ type Report struct {
 // their acknowledgement rules out.
 func (r *Report) ItemsLost() int { return len(r.Lost) }
 
-// OK reports whether nothing acknowledged was lost and invariant 1 held.
-func (r *Report) OK() bool { return len(r.Lost) == 0 && len(r.DoubleActive) == 0 }
+// OK reports whether nothing acknowledged was lost, invariant 1 held and
+// the audit chain is intact.
+func (r *Report) OK() bool {
+	return len(r.Lost) == 0 && len(r.DoubleActive) == 0 && r.AuditBroken == ""
+}
 
 // Print writes the report for people.
 func (r *Report) Print(w io.Writer) {
@@ -150,6 +161,12 @@ func (r *Report) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %s ×%d, e.g. %q\n", k, r.FailedAnswers[k].Count, r.FailedAnswers[k].Example)
 	}
 	fmt.Fprintf(w, "checked: %d records, %d slot histories\n", r.Checked, r.Slots)
+	fmt.Fprintf(w, "erasures under load: %d acknowledged and checked, %d cut off by the kill\n", r.Erasures, r.ErasuresCut)
+	if r.AuditBroken != "" {
+		fmt.Fprintf(w, "audit chain BROKEN: %s\n", r.AuditBroken)
+	} else {
+		fmt.Fprintf(w, "audit chain: %d events intact\n", r.AuditEvents)
+	}
 	fmt.Fprintf(w, "items lost: %d\n", r.ItemsLost())
 	for _, l := range r.Lost {
 		fmt.Fprintf(w, "  lost %s: %s\n", l.RecordID, l.Problem)
@@ -180,6 +197,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
 	ledger := NewLedger(cfg.AckLog)
+	erasures := newErasureLog()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	fleet := sidecar.NewFleet(sidecar.Options{Binary: cfg.Binary, DataDir: cfg.DataDir, Store: cfg.Store, Env: cfg.Env}, cfg.Instances)
 	defer fleet.Kill()
@@ -218,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		uptime := cfg.MinUptime + time.Duration(rng.Int64N(int64(cfg.MaxUptime-cfg.MinUptime)+1))
 		victims := pickVictims(cfg, rng)
-		w := &workload{ledger: ledger, cycle: cycle, slots: cfg.Slots}
+		w := &workload{ledger: ledger, erased: erasures, cycle: cycle, slots: cfg.Slots}
 		for _, p := range fleet.Procs {
 			w.clients = append(w.clients, sidecar.NewClient(p, hc))
 		}
@@ -288,6 +306,28 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	via := fleet.Procs[restarted[rng.IntN(len(restarted))]]
 	v, verr := verify(ctx, sidecar.NewClient(via, hc), ledger, 0, 8)
 	record(v)
+	// Every acknowledged erasure erased all it had to, resumed or not.
+	n, lost, err := checkErasures(ctx, sidecar.NewClient(via, hc), erasures)
+	rep.Erasures, rep.ErasuresCut = len(erasures.done), erasures.cut
+	rep.Checked += n
+	rep.Lost = append(rep.Lost, lost...)
+	verr = errors.Join(verr, err)
+	// The audit log is a hash chain that every kill must leave intact.
+	var chain struct {
+		OK      bool   `json:"ok"`
+		Events  uint64 `json:"events"`
+		Problem *struct {
+			Kind, EventID, Detail string
+		} `json:"problem"`
+	}
+	if err := sidecar.NewClient(via, hc).Do(ctx, http.MethodGet, via.Admin+"/admin/v1/audit/verify", nil, &chain); err != nil {
+		verr = errors.Join(verr, fmt.Errorf("audit verify: %w", err))
+	} else {
+		rep.AuditEvents = chain.Events
+		if !chain.OK && chain.Problem != nil {
+			rep.AuditBroken = chain.Problem.Kind + " " + chain.Problem.EventID + ": " + chain.Problem.Detail
+		}
+	}
 	if err := fleet.Stop(10 * time.Second); err != nil {
 		verr = errors.Join(verr, err)
 	}
@@ -378,6 +418,7 @@ func runCycle(ctx context.Context, fleet *sidecar.Fleet, victims []int, w *workl
 		r := rand.New(rand.NewPCG(rng.Uint64(), uint64(1000+i)))
 		wg.Go(func() { w.reviewer(wctx, r) })
 	}
+	wg.Go(func() { w.eraser(wctx) })
 	// restarted receives nil when the database restarted, an error when
 	// that failed, errNoRestart when none was due or the cycle ended first.
 	restarted := make(chan error, 1)

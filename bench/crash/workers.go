@@ -22,6 +22,7 @@ type workload struct {
 	clients []*sidecar.Client
 	next    atomic.Uint64
 	ledger  *Ledger
+	erased  *erasureLog
 	cycle   int
 	slots   int
 	// gone is closed when a process has exited: the workers stop then, so

@@ -47,6 +47,11 @@ type backend struct {
 	// reconciles periodically), its own Mem0 event log layout, backups in
 	// its format.
 	Badger *store.Store
+	// Audit is the store's audit chain (verify, export).
+	Audit memory.AuditChain
+	// Compact makes what an erasure removed leave the disk (nil: the
+	// store cannot).
+	Compact func(ctx context.Context) error
 	// Where names the store in logs and /readyz, without credentials.
 	Where string
 	Close func() error
@@ -137,7 +142,7 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 	if cfg.noSync {
 		log.Warn("--no-sync: commits are not fsynced; a crash may lose acknowledged writes")
 	}
-	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir,
+	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir, Audit: st, Compact: st.Compact,
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
 		Close:    st.Close}, nil
 }
@@ -147,7 +152,14 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 // `sidecar snapshot export`. The Mem0 event log and the embeddings'
 // vectors live in its KV area.
 func sharedBackend(st sharedStore, where string) *backend {
-	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
+	b := &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
+	if ac, ok := st.(memory.AuditChain); ok {
+		b.Audit = ac
+	}
+	if c, ok := st.(interface{ Compact(context.Context) error }); ok {
+		b.Compact = c.Compact
+	}
+	return b
 }
 
 // notReady says why /readyz fails for the store, or nil. Badger's only

@@ -37,10 +37,12 @@ func cliFixture(t *testing.T) (*memory.Governor, string) {
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 	})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: cls})
+	er := &eraser{gov: gov, kv: st, compact: st.Compact, newID: memory.NewULIDSource(), log: slog.New(slog.DiscardHandler)}
 	mux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: slog.New(slog.DiscardHandler), Token: "tok",
+		Erase:    func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
-		Replay:   replayPolicy(gov)}).Register(mux)
+		Replay:   replayPolicy(gov), Audit: st}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return gov, srv.URL
@@ -51,7 +53,7 @@ func cliFixture(t *testing.T) (*memory.Governor, string) {
 func runCLI(t *testing.T, url string, args ...string) (string, error) {
 	t.Helper()
 	n := 1
-	if args[0] == "review" || args[0] == "snapshot" || args[0] == "policy" {
+	if args[0] == "review" || args[0] == "snapshot" || args[0] == "policy" || args[0] == "audit" {
 		n = 2
 	}
 	full := append(append(append([]string{}, args[:n]...), "--admin-url", url, "--admin-token", "tok"), args[n:]...)

@@ -134,6 +134,35 @@ func (c *clientFlags) call(ctx context.Context, method, path string, body, out a
 	return nil
 }
 
+// download GETs an admin route that streams its answer (no --timeout: it
+// may be long) and returns the body; what names it in errors.
+func (c *clientFlags) download(ctx context.Context, path, what string) (io.ReadCloser, error) {
+	token, source, err := c.resolveToken()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(c.admin, "/")+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Memgate-Route", "cli")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("admin API at %s: %w", c.admin, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		err := fmt.Errorf("%s: HTTP %d: %s", what, resp.StatusCode, strings.TrimSpace(string(b)))
+		if resp.StatusCode == http.StatusUnauthorized {
+			return nil, tokenRefused(err, source)
+		}
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
 // show prints the raw JSON when --json is set, else the text rendering.
 func (c *clientFlags) show(w io.Writer, raw json.RawMessage, text func(io.Writer) error) error {
 	if c.json {

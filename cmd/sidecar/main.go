@@ -128,6 +128,8 @@ func rootCommand(stdin io.Reader, stdout, stderr io.Writer) *ffcli.Command {
 			eventsCommand(cl),
 			policyCommand(cl),
 			snapshotCommand(cl),
+			auditCommand(cl),
+			eraseCommand(cl),
 			mcpCommand(stdin, stdout, stderr),
 		},
 		Exec: func(ctx context.Context, args []string) error {

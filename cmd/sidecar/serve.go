@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -55,6 +56,9 @@ type serveConfig struct {
 	policyBundleKeyAlg string
 	noSync             bool
 	groupCommit        bool
+	mem0DeleteErases   bool
+	retentionInterval  time.Duration
+	retentionBatch     int
 	logLevel           string
 	logFormat          string
 	slack              slacknotify.Config
@@ -104,6 +108,9 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.policyTimeout, "policy-timeout", 250*time.Millisecond, "bound on one policy evaluation; past it the write is parked")
 	fs.StringVar(&c.policyMode, "policy-mode", string(memory.PolicyEnforce), "enforce, or shadow: apply what policy would park or reject (never a secret), count it and list it (review list --shadow); switch at run time with `sidecar policy mode`")
 	fs.BoolVar(&c.noSync, "no-sync", false, "do not fsync commits at all (faster; acknowledged writes may be lost on a crash); wins over --group-commit")
+	fs.DurationVar(&c.retentionInterval, "retention-interval", time.Hour, "how often the retention pass runs (policy data memgate_config.retention; Mem0 expiration_date); 0 turns it off")
+	fs.IntVar(&c.retentionBatch, "retention-batch", 1000, "the most versions and expiries one retention round handles; the rest waits for the next (memgate_retention_behind)")
+	fs.BoolVar(&c.mem0DeleteErases, "mem0-delete-erases", false, "make Mem0's delete by entity on the agent listener (DELETE /v1/memories/?user_id=…, OSS DELETE /memories) an erasure of that scope, within the caller's tenant, instead of governed deletions (see README, Data protection)")
 	fs.BoolVar(&c.groupCommit, "group-commit", true, "concurrent commits share one fsync, each still durable before it is acknowledged; false: one fsync per commit (Badger SyncWrites)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
@@ -324,15 +331,49 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	} else {
 		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (mem0.EventKV)", b.Where, b.Store)
 	}
+	// Background work on the store (an unfinished erasure, retention)
+	// stops and is waited for before the store closes.
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer func() { stopBackground(); background.Wait() }()
+	er := &eraser{gov: gov, kv: b.KV, events: events, compact: b.Compact, newID: memory.NewULIDSource(), log: log}
+	background.Go(func() {
+		if err := er.Resume(bgCtx); err != nil && bgCtx.Err() == nil {
+			log.Error("an erasure a previous run began could not be finished; it is tried again at the next start", "err", err)
+		}
+	})
+	var agentErase func(context.Context, memory.ErasureRequest) (memory.ErasureCounts, error)
+	if cfg.mem0DeleteErases {
+		agentErase = func(ctx context.Context, req memory.ErasureRequest) (memory.ErasureCounts, error) {
+			a, err := er.Erase(ctx, req)
+			if err != nil {
+				return memory.ErasureCounts{}, err
+			}
+			return a.Counts, nil
+		}
+	}
 	m0 := mem0.New(mem0.Options{Gov: gov, Events: events, Search: index, Logger: log,
-		Keys: keys, Extractor: extractor})
+		Keys: keys, Extractor: extractor, Erase: agentErase})
 	m0.Register(agentMux)
 	mcpSrv := memgatemcp.NewServer(gov, memgatemcp.Options{Logger: log, Mem0: m0, MaxSessions: cfg.mcpMaxSessions,
 		MaxStreams: cfg.mcpMaxStreams, SessionTimeout: cfg.mcpSessionTimeout, Keys: keys,
 		HostChecked: true}) // RefuseBrowsers below checks Host on every route, /mcp included
 	mcpSrv.Register(agentMux) // Streamable HTTP at /mcp
+	if cfg.retentionInterval > 0 {
+		rm, err := metrics.NewRetention(reg)
+		if err != nil {
+			return err
+		}
+		rules := func() memory.Retention { return memory.Retention{} }
+		if rp, ok := pol.classifier.(interface{ Retention() memory.Retention }); ok {
+			rules = rp.Retention
+		}
+		rw := &retentionWorker{gov: gov, rules: rules, interval: cfg.retentionInterval, batch: max(cfg.retentionBatch, 1), metrics: rm, log: log}
+		background.Go(func() { rw.run(bgCtx) })
+	}
 	adminMux := http.NewServeMux()
-	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot,
+	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot, Audit: b.Audit,
+		Erase: func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },
 		Ready: func(context.Context) error {
 			if !ready.Load() {
 				return errors.New("starting")

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
@@ -63,34 +61,17 @@ func snapshotCommand(cl *cliEnv) *ffcli.Command {
 }
 
 func saveSnapshot(ctx context.Context, c *clientFlags, path string, out io.Writer) error {
-	token, source, err := c.resolveToken()
+	body, err := c.download(ctx, "/admin/v1/snapshot", "snapshot")
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", strings.TrimRight(c.admin, "/")+"/admin/v1/snapshot", nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("admin API at %s: %w", c.admin, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		err := fmt.Errorf("snapshot: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(b)))
-		if resp.StatusCode == http.StatusUnauthorized {
-			return tokenRefused(err, source)
-		}
-		return err
-	}
+	defer body.Close()
 	tmp := path + ".partial"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	n, err := io.Copy(f, resp.Body)
+	n, err := io.Copy(f, body)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -44,6 +44,7 @@ func Run(t *testing.T, open Open) {
 		{"a view reads one snapshot", testSnapshot},
 		{"conflicting updates all apply", testConflictingUpdates},
 		{"a scan stops when fn says so", testScanStops},
+		{"the audit log is a chain in commit order", testAuditChain},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, open(t)) })
@@ -380,8 +381,11 @@ func testScanEvents(t *testing.T, s memory.Store) {
 	if err := s.Update(context.Background(), func(tx memory.Tx) error { return tx.AppendEvent(&memory.Event{Type: memory.EventApplied}) }); err == nil {
 		t.Error("an event without an id was appended")
 	}
-	// Events keep what was appended.
+	// Events keep what was appended, and their place in the audit chain.
 	got := collect(t, s, func(tx memory.ReadTx, fn func(*memory.Event) bool) error { return tx.ScanEvents("e2", fn) })
+	for _, e := range got {
+		e.Seq, e.Prev, e.PrevID, e.Salt, e.TextHash, e.Erased = 0, "", "", "", "", ""
+	}
 	same(t, "event e3", got, []*memory.Event{event("e3", "r1", memory.EventApplied, false)})
 }
 
@@ -606,5 +610,82 @@ func testScanStops(t *testing.T, s memory.Store) {
 	all := collect(t, s, func(tx memory.ReadTx, fn func(*memory.Record) bool) error { return tx.ScanActive("", fn) })
 	if !slices.Equal(recordIDs(all), recordIDs(rs)) {
 		t.Errorf("a long scan read %d records, want %d in order", len(all), len(rs))
+	}
+}
+
+// testAuditChain appends events from concurrent updates and checks, on a
+// store that keeps the audit log as a chain, that every one is in it once
+// and the chain verifies.
+func testAuditChain(t *testing.T, s memory.Store) {
+	c, ok := s.(memory.AuditChain)
+	if !ok {
+		t.Skip("the store keeps no audit chain")
+	}
+	const writers, each = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				err := s.Update(context.Background(), func(tx memory.Tx) error {
+					in := json.RawMessage(fmt.Sprintf(`{"candidate":{"summary":"text %d-%d"}}`, w, i))
+					if err := tx.AppendEvent(&memory.Event{ID: fmt.Sprintf("w%d-%02d-a", w, i), Type: memory.EventParked, At: base, Input: in}); err != nil {
+						return err
+					}
+					return tx.AppendEvent(&memory.Event{ID: fmt.Sprintf("w%d-%02d-b", w, i), Type: memory.EventApplied, At: base, Reason: "why"})
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	rep, err := memory.VerifyChain(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK || rep.Events != writers*each*2 || rep.Last.Seq != writers*each*2 {
+		t.Fatalf("want a chain of %d events, got %+v (%v)", writers*each*2, rep, rep.Problem)
+	}
+	// Each writer's events are in the chain in the order it committed them.
+	last := map[string]uint64{}
+	err = c.ScanChain(context.Background(), 1, func(pos uint64, id string, _ []byte) error {
+		w := id[:2]
+		if pos <= last[w] {
+			return fmt.Errorf("event %s at %d, after %d", id, pos, last[w])
+		}
+		last[w] = pos
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// WantChainProblem verifies c's audit chain and checks what it finds: the
+// first problem of kind with event id, or (kind "") an intact chain of n
+// events. The stores' tamper tests share it.
+func WantChainProblem(t *testing.T, c memory.AuditChain, kind, id string, n uint64) {
+	t.Helper()
+	rep, err := memory.VerifyChain(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kind == "" {
+		if !rep.OK || rep.Events != n {
+			t.Fatalf("want %d events verified, got %+v %v", n, rep, rep.Problem)
+		}
+		return
+	}
+	if rep.OK || rep.Problem.Kind != kind || rep.Problem.EventID != id {
+		t.Fatalf("want %s of %s, got %+v %+v", kind, id, rep, rep.Problem)
 	}
 }

@@ -108,7 +108,15 @@ func (h *Handler) add(w http.ResponseWriter, r *http.Request, oss bool) (*writeR
 		h.fail(w, r, memory.Errorf(memory.EINVALID, "%s", msg))
 		return nil, nil, false
 	}
+	expires, err := req.expiresAt()
+	if err != nil {
+		h.fail(w, r, err)
+		return nil, nil, false
+	}
 	cands := h.addCandidates(r.Context(), h.writeRequest(r, scope, req.Metadata), &req, msgs)
+	for i := range cands {
+		cands[i].ExpiresAt = expires
+	}
 	if err := r.Context().Err(); err != nil {
 		return nil, nil, false // the client went away during extraction; nothing was written
 	}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
@@ -36,6 +37,25 @@ type addRequest struct {
 	Excludes           string `json:"excludes"`
 	// OutputFormat "v1.1" wraps the v1 answer in {"results": [...]}.
 	OutputFormat string `json:"output_format"`
+	// ExpirationDate (YYYY-MM-DD, or an RFC 3339 time) is when the
+	// memories leave the active layer: from the start of that day, UTC.
+	ExpirationDate *string `json:"expiration_date"`
+}
+
+// expiresAt reads expiration_date; zero when there is none.
+func (a *addRequest) expiresAt() (time.Time, error) {
+	if a.ExpirationDate == nil || *a.ExpirationDate == "" {
+		return time.Time{}, nil
+	}
+	v := *a.ExpirationDate
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, memory.Errorf(memory.EINVALID, "expiration_date: want YYYY-MM-DD, got %q", v)
+	}
+	return t.UTC(), nil
 }
 
 func (a *addRequest) scope() memory.Scope {

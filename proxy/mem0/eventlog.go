@@ -263,3 +263,34 @@ func (l *EventLog) scan(ctx context.Context, values bool, fn func(decode func(*E
 	}
 	return err
 }
+
+// Erase removes the payload (the request's text) of every event match
+// selects, keeping its id, type, writes and times, and returns how many
+// it changed. An erasure calls it (see memory.Governor.Erase); it may run
+// again and changes nothing twice.
+func (l *EventLog) Erase(ctx context.Context, match func(*Event) bool) (int, error) {
+	if l == nil {
+		return 0, nil
+	}
+	var hit []*Event
+	err := l.scan(ctx, true, func(decode func(*Event) error) (bool, error) {
+		ev := new(Event)
+		if err := decode(ev); err != nil {
+			return false, err
+		}
+		if len(ev.Payload) > 0 && match(ev) {
+			hit = append(hit, ev)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("mem0 events: erase: %w", err)
+	}
+	for _, ev := range hit {
+		ev.Payload = nil
+		if err := l.Put(ctx, ev); err != nil {
+			return 0, fmt.Errorf("mem0 events: erase: %w", err)
+		}
+	}
+	return len(hit), nil
+}

@@ -9,6 +9,7 @@
 package mem0
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -54,6 +55,11 @@ type Options struct {
 	Search *search.Index
 	Now    func() time.Time
 	NewID  func() string
+	// Erase, when set (the operator's --mem0-delete-erases), makes a
+	// delete by entity (DELETE /v1/memories/?user_id=…, OSS DELETE
+	// /memories) an erasure of that scope, confined to the caller's
+	// tenant, instead of governed deletions of its active memories.
+	Erase func(ctx context.Context, req memory.ErasureRequest) (memory.ErasureCounts, error)
 }
 
 // Handler serves the Mem0 routes.
@@ -63,6 +69,7 @@ type Handler struct {
 	events    *EventLog
 	log       *slog.Logger
 	keys      *proxy.AgentKeys
+	erase     func(ctx context.Context, req memory.ErasureRequest) (memory.ErasureCounts, error)
 	extractor Extractor
 	now       func() time.Time
 	newID     func() string
@@ -71,7 +78,7 @@ type Handler struct {
 // New returns a Handler with defaults filled in.
 func New(o Options) *Handler {
 	h := &Handler{gov: o.Gov, index: o.Search, events: o.Events, log: o.Logger, keys: keysOf(o),
-		extractor: o.Extractor, now: o.Now, newID: o.NewID}
+		extractor: o.Extractor, now: o.Now, newID: o.NewID, erase: o.Erase}
 	if st, ok := eventStore(o.Events); h.index == nil && ok {
 		h.index = search.New(st, search.Options{Budget: -1})
 	}

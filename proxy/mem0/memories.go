@@ -266,6 +266,10 @@ func (h *Handler) deleteAllWith(w http.ResponseWriter, r *http.Request, doneMsg 
 			return
 		}
 	}
+	if h.erase != nil {
+		h.eraseEntity(w, r, scope)
+		return
+	}
 	recs, err := h.list(r.Context(), entityFilter(scope))
 	if err != nil {
 		h.fail(w, r, err)
@@ -299,4 +303,24 @@ func (h *Handler) deleteAllWith(w http.ResponseWriter, r *http.Request, doneMsg 
 	}
 	writeJSON(w, http.StatusOK, deleteAllAnswer{Message: msg, Status: res.status(), EventID: res.event.ID,
 		Deleted: len(res.applied), Pending: len(res.parked), Refused: len(res.refused)})
+}
+
+// eraseEntity answers a delete by entity as an erasure (Options.Erase):
+// the scope is confined to the caller's tenant and matched on records'
+// scope only.
+func (h *Handler) eraseEntity(w http.ResponseWriter, r *http.Request, scope memory.Scope) {
+	confined, err := memory.TenantOf(r.Context()).Confine(scope)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	req := memory.ErasureRequest{Scope: memory.ErasureScope{UserID: confined.UserID, AgentID: confined.AgentID,
+		AppID: confined.AppID, RunID: confined.RunID, ScopeOnly: true}, Reason: "Mem0 delete by entity", By: "agent"}
+	counts, err := h.erase(r.Context(), req)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, deleteAllAnswer{Message: fmt.Sprintf("Memories erased: %d (%d pending withdrawn).", counts.Records, counts.Pending),
+		Status: "SUCCEEDED", Deleted: counts.Records})
 }

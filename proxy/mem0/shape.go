@@ -52,7 +52,12 @@ func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 // toMemory shapes a record. Mem0 categories are topical labels; memgate's
 // topic is the record's layer (knowledge, preference, state, ...).
 func toMemory(r *memory.Record) memoryJSON {
-	return memoryJSON{ID: r.SlotID, Memory: r.Summary,
+	var expires *string
+	if !r.ExpiresAt.IsZero() {
+		d := r.ExpiresAt.UTC().Format(time.DateOnly)
+		expires = &d
+	}
+	return memoryJSON{ID: r.SlotID, Memory: r.Summary, ExpirationDate: expires,
 		UserID: optional(r.Scope.UserID), AgentID: optional(r.Scope.AgentID), AppID: optional(r.Scope.AppID),
 		RunID: optional(r.Scope.RunID), SessionID: optional(r.Scope.RunID),
 		Metadata: r.Metadata, Categories: []string{string(r.Layer)},

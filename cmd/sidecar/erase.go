@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/peterbourgon/ff/v3/ffcli"
+
+	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/store"
+)
+
+// eraser runs erasures end to end: it journals the request, has the
+// governor erase the records, their events and notices
+// (memory.Governor.Erase), removes the requests' text from Mem0's event
+// log, compacts the store so the bytes leave the disk, and then clears
+// the journal. A sidecar killed midway finds the request in the journal at
+// its next start and runs it again (every step is idempotent), so an
+// erasure is never left half-done.
+type eraser struct {
+	gov     *memory.Governor
+	kv      notify.KV
+	events  *mem0.EventLog                  // nil: no Mem0 event log
+	compact func(ctx context.Context) error // nil: the store has no compaction
+	newID   func() string
+	log     *slog.Logger
+	mu      sync.Mutex // one erasure at a time; the journal is one key
+}
+
+// The journal: the erasures requested and not finished, in a KV key.
+const (
+	erasureNamespace = "erasure"
+	erasureJournal   = "pending"
+)
+
+// erasureAnswer is what an erasure answers: the governor's counts and
+// what else it did, and where the data may still be.
+type erasureAnswer struct {
+	*memory.ErasureResult
+	Mem0Events int  `json:"mem0Events"` // Mem0 events whose request text was removed
+	Compacted  bool `json:"compacted"`
+	// StillHeldBy names what memgate cannot erase: backups and snapshots
+	// taken before, and the store's own residue.
+	StillHeldBy []string `json:"stillHeldBy"`
+}
+
+// stillHeld is said of every erasure: memgate does not know where its
+// backups went.
+var stillHeld = []string{
+	"every backup taken before this erasure (sidecar snapshot save/export files, volume snapshots, database dumps, PostgreSQL base backups, WAL archives and replicas' logs): erase or expire them yourself",
+	"Slack messages already posted keep the text they were posted with until updated; withdrawn reviews are updated, decided ones are not",
+}
+
+func (e *eraser) journal(ctx context.Context) ([]memory.ErasureRequest, error) {
+	b, err := e.kv.Get(ctx, erasureNamespace, erasureJournal)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read the erasure journal: %w", err)
+	}
+	var reqs []memory.ErasureRequest
+	if err := json.Unmarshal(b, &reqs); err != nil {
+		return nil, fmt.Errorf("read the erasure journal: %w", err)
+	}
+	return reqs, nil
+}
+
+func (e *eraser) writeJournal(ctx context.Context, reqs []memory.ErasureRequest) error {
+	b, err := json.Marshal(reqs)
+	if err != nil {
+		return err
+	}
+	if err := e.kv.Put(ctx, erasureNamespace, erasureJournal, b); err != nil {
+		return fmt.Errorf("write the erasure journal: %w", err)
+	}
+	return nil
+}
+
+// Erase runs an erasure: journaled (durably) before anything is erased.
+func (e *eraser) Erase(ctx context.Context, req memory.ErasureRequest) (*erasureAnswer, error) {
+	if req.Scope.Empty() {
+		return nil, memory.Errorf(memory.EINVALID, "an erasure needs a user, agent, app or run id")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if req.ID == "" {
+		req.ID = e.newID()
+	}
+	pending, err := e.journal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !slices.ContainsFunc(pending, func(r memory.ErasureRequest) bool { return r.ID == req.ID }) {
+		if err := e.writeJournal(ctx, append(pending, req)); err != nil {
+			return nil, err
+		}
+	}
+	return e.run(ctx, req)
+}
+
+// run erases and then clears req from the journal; e.mu is held.
+func (e *eraser) run(ctx context.Context, req memory.ErasureRequest) (*erasureAnswer, error) {
+	res, err := e.gov.Erase(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	ans := &erasureAnswer{ErasureResult: res, StillHeldBy: slices.Clone(stillHeld)}
+	ids := map[string]bool{}
+	for _, id := range res.Records {
+		ids[id] = true
+	}
+	if ans.Mem0Events, err = e.events.Erase(ctx, func(ev *mem0.Event) bool { return mem0EventInScope(ev, req.Scope, ids) }); err != nil {
+		return nil, err
+	}
+	if e.compact != nil {
+		if err := e.compact(ctx); err != nil {
+			return nil, fmt.Errorf("erasure %s: the records are erased, the compaction failed (it runs again at the next start): %w", req.ID, err)
+		}
+		ans.Compacted = true
+	}
+	pending, err := e.journal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pending = slices.DeleteFunc(pending, func(r memory.ErasureRequest) bool { return r.ID == req.ID })
+	if err := e.writeJournal(ctx, pending); err != nil {
+		return nil, err
+	}
+	return ans, nil
+}
+
+// Resume runs the erasures a previous run journaled and did not finish.
+func (e *eraser) Resume(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	pending, err := e.journal(ctx)
+	if err != nil {
+		return err
+	}
+	for _, req := range pending {
+		e.log.Warn("resuming an erasure a previous run did not finish", "id", req.ID, "scope", req.Scope.String())
+		if _, err := e.run(ctx, req); err != nil {
+			return fmt.Errorf("resume erasure %s: %w", req.ID, err)
+		}
+	}
+	return nil
+}
+
+// mem0EventInScope reports whether a Mem0 event is about the erased
+// scope: it wrote an erased record, or its request names the scope's ids
+// (Mem0's user_id, agent_id, app_id, run_id, top level or in metadata).
+func mem0EventInScope(ev *mem0.Event, scope memory.ErasureScope, ids map[string]bool) bool {
+	for _, w := range ev.Writes {
+		if ids[w.RecordID] {
+			return true
+		}
+	}
+	var p struct {
+		UserID, AgentID, AppID, RunID string
+	}
+	var raw map[string]json.RawMessage
+	if json.Unmarshal(ev.Payload, &raw) != nil {
+		return false
+	}
+	str := func(k string) string {
+		var s string
+		json.Unmarshal(raw[k], &s)
+		return s
+	}
+	p.UserID, p.AgentID, p.AppID, p.RunID = str("user_id"), str("agent_id"), str("app_id"), str("run_id")
+	r := &memory.Record{Scope: memory.Scope{UserID: p.UserID, AgentID: p.AgentID, AppID: p.AppID, RunID: p.RunID}}
+	return scope.Matches(r)
+}
+
+// eraseCommand is `sidecar erase`: an erasure through the admin API.
+func eraseCommand(cl *cliEnv) *ffcli.Command {
+	var req memory.ErasureRequest
+	return adminCommand(cl, "erase", "erase (--user ID | --agent ID | --app ID | --run ID)... --reason TEXT [--json]",
+		"forget a user, agent, app or run: erase the text of every memory in that scope everywhere memgate keeps it",
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&req.Scope.UserID, "user", "", "the user id (Mem0 user_id) whose memories to erase")
+			fs.StringVar(&req.Scope.AgentID, "agent", "", "the agent id (Mem0 agent_id)")
+			fs.StringVar(&req.Scope.AppID, "app", "", "the app id (Mem0 app_id)")
+			fs.StringVar(&req.Scope.RunID, "run", "", "the run or session id (Mem0 run_id)")
+			fs.StringVar(&req.Reason, "reason", "", "why (kept in the audit log), e.g. a ticket of the request")
+			fs.StringVar(&req.By, "by", "", "who asks (default: admin)")
+		},
+		func(ctx context.Context, c *clientFlags, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("erase takes no arguments, got %q", args)
+			}
+			if req.Scope.Empty() {
+				return errors.New("give --user, --agent, --app or --run")
+			}
+			if c.timeout < erasureTimeout {
+				c.timeout = erasureTimeout // it compacts the store
+			}
+			var raw json.RawMessage
+			if err := c.call(ctx, "POST", "/admin/v1/erase", req, &raw); err != nil {
+				return err
+			}
+			return c.show(cl.stdout, raw, func(w io.Writer) error {
+				var a struct {
+					memory.ErasureResult
+					Mem0Events  int      `json:"mem0Events"`
+					Compacted   bool     `json:"compacted"`
+					StillHeldBy []string `json:"stillHeldBy"`
+				}
+				if err := json.Unmarshal(raw, &a); err != nil {
+					return err
+				}
+				n := a.Counts
+				fmt.Fprintf(w, "erasure %s of %s: %d memories erased (%d active, %d pending withdrawn), %d audit events and %d Mem0 events lost their text, %d notices dropped; compacted: %v\n",
+					a.ID, a.Scope.String(), n.Records, n.Active, n.Pending, n.Events, a.Mem0Events, n.Notices, a.Compacted)
+				for _, s := range a.StillHeldBy {
+					fmt.Fprintf(w, "still holding the data: %s\n", s)
+				}
+				return nil
+			})
+		})
+}
+
+// erasureTimeout bounds the CLI's wait for an erasure at least.
+const erasureTimeout = 10 * time.Minute

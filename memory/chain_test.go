@@ -1,0 +1,174 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// sealed returns n events sealed one after the other, and the head.
+func sealed(t *testing.T, n int) ([][]byte, []string, ChainHead) {
+	t.Helper()
+	var head ChainHead
+	docs, ids := make([][]byte, n), make([]string, n)
+	for i := range docs {
+		in, _ := json.Marshal(map[string]any{"candidate": map[string]string{"summary": fmt.Sprintf("secret plan %d", i)}})
+		e := &Event{ID: fmt.Sprintf("ev%02d", i), Type: EventApplied, At: time.Unix(int64(i), 0).UTC(),
+			RecordID: fmt.Sprintf("r%d", i), Input: in, Reason: "because",
+			Decision: &Decision{Risk: RiskHigh, Action: ActionReject, Reasons: []Reason{{Rule: "test.rule", Message: fmt.Sprintf("quotes secret plan %d", i)}}}}
+		var err error
+		if docs[i], head, err = SealEvent(e, head); err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = e.ID
+	}
+	return docs, ids, head
+}
+
+// edit decodes doc, lets fn change it, and encodes it again.
+func edit(t *testing.T, doc []byte, fn func(map[string]any)) []byte {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	fn(m)
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestChainVerifierNamesTheFirstTamperedEvent(t *testing.T) {
+	type entry struct {
+		pos uint64
+		id  string
+		doc []byte
+	}
+	cases := []struct {
+		name     string
+		tamper   func(t *testing.T, es []entry) []entry
+		kind, id string
+	}{
+		{"intact", func(t *testing.T, es []entry) []entry { return es }, "", ""},
+		{"text erased keeps the chain", func(t *testing.T, es []entry) []entry {
+			for i := range es {
+				doc, changed, err := EraseEventText(es[i].doc, "erasure")
+				if err != nil || !changed {
+					t.Fatalf("erase: %v %v", changed, err)
+				}
+				es[i].doc = doc
+			}
+			return es
+		}, "", ""},
+		{"text edited", func(t *testing.T, es []entry) []entry {
+			es[3].doc = bytes.Replace(es[3].doc, []byte("secret plan 3"), []byte("harmless plan"), 1)
+			return es
+		}, ChainChanged, "ev03"},
+		{"text removed without an erasure", func(t *testing.T, es []entry) []entry {
+			es[2].doc = edit(t, es[2].doc, func(m map[string]any) { delete(m, "input"); delete(m, "reason") })
+			return es
+		}, ChainChanged, "ev02"},
+		{"a rule's message edited", func(t *testing.T, es []entry) []entry {
+			es[6].doc = bytes.Replace(es[6].doc, []byte("quotes secret plan 6"), []byte("quotes nothing"), 1)
+			return es
+		}, ChainChanged, "ev06"},
+		{"decision edited", func(t *testing.T, es []entry) []entry {
+			es[4].doc = edit(t, es[4].doc, func(m map[string]any) { m["type"] = "rejected" })
+			return es
+		}, ChainChanged, "ev04"},
+		{"newest event edited", func(t *testing.T, es []entry) []entry {
+			es[7].doc = edit(t, es[7].doc, func(m map[string]any) { m["by"] = "mallory" })
+			return es
+		}, ChainChanged, "ev07"},
+		{"event removed with its position", func(t *testing.T, es []entry) []entry {
+			return append(es[:5:5], es[6:]...)
+		}, ChainRemoved, "ev05"},
+		{"event removed, its position kept", func(t *testing.T, es []entry) []entry {
+			es[5].doc = nil
+			return es
+		}, ChainRemoved, "ev05"},
+		{"newest events cut off", func(t *testing.T, es []entry) []entry { return es[:6] }, ChainRemoved, "ev07"},
+		{"two events swapped", func(t *testing.T, es []entry) []entry {
+			es[2].doc, es[3].doc = es[3].doc, es[2].doc
+			es[2].id, es[3].id = es[3].id, es[2].id
+			return es
+		}, ChainReordered, "ev03"},
+		{"event moved back", func(t *testing.T, es []entry) []entry {
+			moved := es[1]
+			out := append([]entry{}, es[:1]...)
+			out = append(out, es[2:6]...)
+			out = append(out, moved)
+			out = append(out, es[6:]...)
+			for i := range out {
+				out[i].pos = uint64(i + 1)
+			}
+			return out
+		}, ChainReordered, "ev02"},
+	}
+	for _, tc := range cases {
+		for _, file := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/file=%v", tc.name, file), func(t *testing.T) {
+				docs, ids, head := sealed(t, 8)
+				es := make([]entry, len(docs))
+				for i := range docs {
+					es[i] = entry{uint64(i + 1), ids[i], docs[i]}
+				}
+				es = tc.tamper(t, es)
+				v := NewChainVerifier(ChainHead{})
+				for _, e := range es {
+					if file {
+						if e.doc == nil {
+							continue // a file has no positions: a missing line
+						}
+						e.pos, e.id = 0, ""
+					}
+					v.Add(e.pos, e.id, e.doc)
+				}
+				rep := v.End(&head)
+				if tc.kind == "" {
+					if !rep.OK || rep.Events != 8 {
+						t.Fatalf("want an intact chain of 8, got %+v %v", rep, rep.Problem)
+					}
+					return
+				}
+				if rep.OK || rep.Problem == nil {
+					t.Fatalf("want %s of %s, the chain verified: %+v", tc.kind, tc.id, rep)
+				}
+				if rep.Problem.Kind != tc.kind || rep.Problem.EventID != tc.id {
+					t.Fatalf("want %s of %s, got %s of %s: %s", tc.kind, tc.id, rep.Problem.Kind, rep.Problem.EventID, rep.Problem.Detail)
+				}
+			})
+		}
+	}
+}
+
+func TestEraseEventTextKeepsHashAndDropsText(t *testing.T) {
+	docs, _, _ := sealed(t, 1)
+	before, err := EventHash(docs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, changed, err := EraseEventText(docs[0], "retention")
+	if err != nil || !changed {
+		t.Fatalf("erase: %v %v", changed, err)
+	}
+	if bytes.Contains(out, []byte("secret plan")) || bytes.Contains(out, []byte("because")) {
+		t.Fatalf("the text survived: %s", out)
+	}
+	after, err := EventHash(out)
+	if err != nil || after != before {
+		t.Fatalf("hash changed: %s -> %s (%v)", before, after, err)
+	}
+	var e Event
+	if err := json.Unmarshal(out, &e); err != nil || e.Erased != "retention" || e.TextHash == "" {
+		t.Fatalf("decoded %+v, %v", e, err)
+	}
+	again, changed, err := EraseEventText(out, "erasure")
+	if err != nil || changed || !bytes.Equal(again, out) {
+		t.Fatalf("a second erasure changed the event: %v %v", changed, err)
+	}
+}
