@@ -110,7 +110,7 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 		g.log.Error("cannot read the pending writes of a guarded file: its whole change is undone", "file", g.rel(p), "err", err)
 		return markdown.Undo(content, now, plan), nil
 	}
-	undo := map[int]bool{} // the changes to undo, by index in plan.Changes
+	undo := map[int]bool{}              // the changes to undo, by index in plan.Changes
 	placed := map[string][]entryState{} // entry text -> slots, for the new accepted content
 	keep := func(text string, e entryState) { placed[text] = append(placed[text], e) }
 	// Entries that did not change keep their slots.
