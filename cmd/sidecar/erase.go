@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,14 +35,25 @@ type eraser struct {
 	compact func(ctx context.Context) error // nil: the store has no compaction
 	newID   func() string
 	log     *slog.Logger
-	mu      sync.Mutex // one erasure at a time; the journal is one key
+	mu      sync.Mutex // one erasure at a time in this process
 }
 
-// The journal: the erasures requested and not finished, in a KV key.
+// The journal: the erasures requested and not finished. On a store
+// several instances share (journalKV: PostgreSQL), each request is a key of
+// its own (erasureKeyPrefix + its id), so two instances erasing at once
+// never overwrite each other's entry; on the embedded store, one process
+// alone, the list is one key (erasureJournal) and e.mu orders its updates.
 const (
 	erasureNamespace = "erasure"
 	erasureJournal   = "pending"
+	erasureKeyPrefix = "req/"
 )
+
+// journalKV is a KV area that lists and deletes keys (pgstore.Store).
+type journalKV interface {
+	ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error
+	DeleteKeys(ctx context.Context, namespace string, keys []string) error
+}
 
 // erasureAnswer is what an erasure answers: the governor's counts and
 // what else it did, and where the data may still be.
@@ -62,17 +74,82 @@ var stillHeld = []string{
 }
 
 func (e *eraser) journal(ctx context.Context) ([]memory.ErasureRequest, error) {
+	var reqs []memory.ErasureRequest
 	b, err := e.kv.Get(ctx, erasureNamespace, erasureJournal)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
-	} else if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("read the erasure journal: %w", err)
 	}
-	var reqs []memory.ErasureRequest
-	if err := json.Unmarshal(b, &reqs); err != nil {
-		return nil, fmt.Errorf("read the erasure journal: %w", err)
+	if err == nil {
+		if err := json.Unmarshal(b, &reqs); err != nil {
+			return nil, fmt.Errorf("read the erasure journal: %w", err)
+		}
+	}
+	if j, ok := e.kv.(journalKV); ok {
+		var bad error
+		err := j.ScanNamespace(ctx, erasureNamespace, false, func(key string, value []byte) bool {
+			if !strings.HasPrefix(key, erasureKeyPrefix) {
+				return true
+			}
+			var r memory.ErasureRequest
+			if bad = json.Unmarshal(value, &r); bad != nil {
+				return false
+			}
+			reqs = append(reqs, r)
+			return true
+		})
+		if err = errors.Join(err, bad); err != nil {
+			return nil, fmt.Errorf("read the erasure journal: %w", err)
+		}
 	}
 	return reqs, nil
+}
+
+// record journals req durably, before anything of it is erased.
+func (e *eraser) record(ctx context.Context, req memory.ErasureRequest) error {
+	if _, ok := e.kv.(journalKV); ok {
+		b, err := json.Marshal(req)
+		if err != nil {
+			return err
+		}
+		if err := e.kv.Put(ctx, erasureNamespace, erasureKeyPrefix+req.ID, b); err != nil {
+			return fmt.Errorf("write the erasure journal: %w", err)
+		}
+		return nil
+	}
+	pending, err := e.journal(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(pending, func(r memory.ErasureRequest) bool { return r.ID == req.ID }) {
+		return nil
+	}
+	return e.writeJournal(ctx, append(pending, req))
+}
+
+// clear removes req from the journal once it is done.
+func (e *eraser) clear(ctx context.Context, req memory.ErasureRequest) error {
+	if j, ok := e.kv.(journalKV); ok {
+		if err := j.DeleteKeys(ctx, erasureNamespace, []string{erasureKeyPrefix + req.ID}); err != nil {
+			return fmt.Errorf("write the erasure journal: %w", err)
+		}
+	}
+	// The list key: the embedded store's journal (on a shared store, only
+	// what a build before per-request keys journaled there).
+	b, err := e.kv.Get(ctx, erasureNamespace, erasureJournal)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("read the erasure journal: %w", err)
+	}
+	var list []memory.ErasureRequest
+	if err := json.Unmarshal(b, &list); err != nil {
+		return fmt.Errorf("read the erasure journal: %w", err)
+	}
+	rest := slices.DeleteFunc(list, func(r memory.ErasureRequest) bool { return r.ID == req.ID })
+	if len(rest) == len(list) && len(list) > 0 {
+		return nil // not in the list
+	}
+	return e.writeJournal(ctx, rest)
 }
 
 func (e *eraser) writeJournal(ctx context.Context, reqs []memory.ErasureRequest) error {
@@ -96,14 +173,8 @@ func (e *eraser) Erase(ctx context.Context, req memory.ErasureRequest) (*erasure
 	if req.ID == "" {
 		req.ID = e.newID()
 	}
-	pending, err := e.journal(ctx)
-	if err != nil {
+	if err := e.record(ctx, req); err != nil {
 		return nil, err
-	}
-	if !slices.ContainsFunc(pending, func(r memory.ErasureRequest) bool { return r.ID == req.ID }) {
-		if err := e.writeJournal(ctx, append(pending, req)); err != nil {
-			return nil, err
-		}
 	}
 	return e.run(ctx, req)
 }
@@ -128,12 +199,7 @@ func (e *eraser) run(ctx context.Context, req memory.ErasureRequest) (*erasureAn
 		}
 		ans.Compacted = true
 	}
-	pending, err := e.journal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	pending = slices.DeleteFunc(pending, func(r memory.ErasureRequest) bool { return r.ID == req.ID })
-	if err := e.writeJournal(ctx, pending); err != nil {
+	if err := e.clear(ctx, req); err != nil {
 		return nil, err
 	}
 	return ans, nil
