@@ -252,13 +252,10 @@ type outcome struct {
 	agree float32
 }
 
-func (o outcome) decide(gate, confident float32) memory.Action {
-	return o.decideWeak(gate, gate, confident)
-}
-
-// decideWeak is decide with the weakest signal gated at weakGate (at
-// least gate).
-func (o outcome) decideWeak(gate, weakGate, confident float32) memory.Action {
+// decide is what the policy decides with the classifier's gate, the
+// weakest signal's own gate (weakGate, at least gate) and its confidence
+// threshold.
+func (o outcome) decide(gate, weakGate, confident float32) memory.Action {
 	top, alone := float32(0), float32(0)
 	for i, s := range o.scores {
 		top = max(top, s)
@@ -301,7 +298,9 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 	agree := th.Agree
 	var outs []outcome
 	for fold, m := range models {
-		lex, err := compileWith(ctx, files, m, 0, 2)
+		// Every signal counts here (the weakest one too): the sweep's
+		// decisions gate them (outcome.decide).
+		lex, err := compileWith(ctx, files, m, 0, 2, "unknown_rule_gate", 0)
 		if err != nil {
 			return err
 		}
@@ -345,52 +344,24 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 		}
 	}
 	slices.Sort(sets)
-	for _, gate := range []float32{0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2} {
-		for _, conf := range []float32{0.9, 0.95, 0.98, 0.99, 0.995, 2} {
-			fmt.Printf("gate %.2f confident %.2f:", gate, conf)
-			for _, s := range sets {
-				var low, lowParked, high, highCaught int
-				for _, o := range outs {
-					if set(o.ex) != s {
-						continue
-					}
-					got := o.decide(gate, conf)
-					if o.ex.HighRisk() {
-						high++
-						if got != memory.ActionApply {
-							highCaught++
-						}
-					} else {
-						low++
-						if got != memory.ActionApply {
-							lowParked++
-						}
-					}
-				}
-				fmt.Printf("  %s parked %.1f%% of %d, caught %.1f%% of %d;", s, pct(lowParked, low), low, pct(highCaught, high), high)
-			}
-			fmt.Println()
-		}
-	}
-	// The weakest lexicon signal's own gate, at the policy's gate and
-	// confidence threshold.
-	for _, wg := range []float32{th.Gate, 0.1, 0.2, 0.3, 0.5, 0.7, 2} {
-		fmt.Printf("unknown_rule_gate %.2f (gate %.2f, confident %.2f):", wg, th.Gate, th.Confident)
+	// line prints, by source, what decide parks and catches.
+	line := func(label string, decide func(outcome) memory.Action) {
+		fmt.Print(label)
 		for _, s := range sets {
 			var low, lowParked, high, highCaught int
 			for _, o := range outs {
 				if set(o.ex) != s {
 					continue
 				}
-				got := o.decideWeak(th.Gate, wg, th.Confident)
+				parked := decide(o) != memory.ActionApply
 				if o.ex.HighRisk() {
 					high++
-					if got != memory.ActionApply {
+					if parked {
 						highCaught++
 					}
 				} else {
 					low++
-					if got != memory.ActionApply {
+					if parked {
 						lowParked++
 					}
 				}
@@ -398,6 +369,19 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			fmt.Printf("  %s parked %.1f%% of %d, caught %.1f%% of %d;", s, pct(lowParked, low), low, pct(highCaught, high), high)
 		}
 		fmt.Println()
+	}
+	for _, gate := range []float32{0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2} {
+		for _, conf := range []float32{0.9, 0.95, 0.98, 0.99, 0.995, 2} {
+			line(fmt.Sprintf("gate %.2f confident %.2f:", gate, conf), func(o outcome) memory.Action {
+				return o.decide(gate, max(gate, th.UnknownRuleGate), conf)
+			})
+		}
+	}
+	// The weakest lexicon signal's own gate, at the policy's gate and
+	// confidence threshold.
+	for _, wg := range []float32{th.Gate, 0.1, 0.2, 0.3, 0.5, 0.7, 2} {
+		line(fmt.Sprintf("unknown_rule_gate %.2f (gate %.2f, confident %.2f):", wg, th.Gate, th.Confident),
+			func(o outcome) memory.Action { return o.decide(th.Gate, wg, th.Confident) })
 	}
 	return nil
 }
@@ -412,6 +396,7 @@ func pct(a, b int) float64 {
 // thresholds are data.json's classifier thresholds (0 when unset).
 type thresholds struct {
 	Gate, Confident, Agree float32
+	UnknownRuleGate        float32 `json:"unknown_rule_gate"`
 }
 
 func classifierThresholds(files policy.FileSet) (thresholds, error) {
