@@ -178,6 +178,23 @@ func (x *Index) Changed(id, text string, active bool) {
 	x.met.setQueueDepth(len(x.queue))
 }
 
+// Forget removes the vectors of ids now, in memory and in the Store, and
+// returns once the Store deleted them: an erasure must not leave a
+// vector of an erased memory until the worker gets to the change. Stored
+// vectors this instance never loaded (another instance made them) go too.
+// A batch the worker was already embedding may put one back for a moment;
+// the erasure's own change removes it again.
+func (x *Index) Forget(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, id := range ids {
+		x.vecs.remove(id)
+	}
+	x.met.setVectors(x.vecs.len())
+	return x.persist.remove(ctx, ids)
+}
+
 // requestReconcile asks the worker for a reconcile before its next batch.
 func (x *Index) requestReconcile() {
 	x.reconcile.Store(true)

@@ -311,6 +311,26 @@ func TestRemovedRecordLosesItsVector(t *testing.T) {
 	})
 }
 
+// TestForgetDropsVectorsAtOnce: an erasure's records lose their vectors,
+// in memory and stored, before Forget returns, without waiting for the
+// worker to see the records go.
+func TestForgetDropsVectorsAtOnce(t *testing.T) {
+	f := newFixture(t, embedtest.Options{})
+	x := f.open(t, indexOpts{})
+	f.write(x, "r1", "Alice's passport number is on file")
+	f.write(x, "r2", "Bob likes green tea")
+	eventually(t, "two vectors", func() bool { return x.Len() == 2 })
+	if err := x.Forget(context.Background(), []string{"r1", "r9"}); err != nil {
+		t.Fatal(err)
+	}
+	if x.Len() != 1 || !slices.Equal(f.store.Keys("v/"), []string{"v/r2"}) {
+		t.Fatalf("after Forget: %d vectors, stored %v", x.Len(), f.store.Keys("v/"))
+	}
+	if got := hasScore(t, x, "passport", "r1", "r2"); got["r1"] != 0 {
+		t.Errorf("r1 still scores %v", got["r1"])
+	}
+}
+
 func TestChangedTextIsEmbeddedAgain(t *testing.T) {
 	f := newFixture(t, embedtest.Options{})
 	x := f.open(t, indexOpts{})

@@ -33,6 +33,9 @@ type eraser struct {
 	kv      notify.KV
 	events  *mem0.EventLog                  // nil: no Mem0 event log
 	compact func(ctx context.Context) error // nil: the store has no compaction
+	// forget drops the stored vectors of erased records at once (the
+	// semantic index, --embed-url); nil without one.
+	forget func(ctx context.Context, ids []string) error
 	newID   func() string
 	log     *slog.Logger
 	mu      sync.Mutex // one erasure at a time in this process
@@ -184,6 +187,11 @@ func (e *eraser) run(ctx context.Context, req memory.ErasureRequest) (*erasureAn
 	res, err := e.gov.Erase(ctx, req)
 	if err != nil {
 		return nil, err
+	}
+	if e.forget != nil {
+		if err := e.forget(ctx, res.Records); err != nil {
+			return nil, fmt.Errorf("erasure %s: the vectors of the erased records: %w", req.ID, err)
+		}
 	}
 	ans := &erasureAnswer{ErasureResult: res, StillHeldBy: slices.Clone(stillHeld)}
 	ids := map[string]bool{}

@@ -125,3 +125,36 @@ func TestErasureJournalOfAFleetKeepsEveryRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestErasureForgetsTheVectorsOfWhatItErased: with a semantic index, an
+// erasure drops the vectors of exactly the records it erased before it
+// answers.
+func TestErasureForgetsTheVectorsOfWhatItErased(t *testing.T) {
+	st, err := store.Open(store.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier})
+	ctx := context.Background()
+	ids := map[string][]string{}
+	for i, user := range []string{"ann", "ann", "ben"} {
+		res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: user,
+			Summary: fmt.Sprintf("TAPIR-%d %s likes tea", i, user), Scope: memory.Scope{UserID: user}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[user] = append(ids[user], res.Record.ID)
+	}
+	var forgot []string
+	e := &eraser{gov: gov, kv: st, newID: memory.NewULIDSource(), log: slog.New(slog.DiscardHandler),
+		forget: func(_ context.Context, got []string) error { forgot = append(forgot, got...); return nil }}
+	if _, err := e.Erase(ctx, memory.ErasureRequest{Scope: memory.ErasureScope{UserID: "ann"}, By: "dpo"}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(forgot)
+	want := slices.Sorted(slices.Values(ids["ann"]))
+	if !slices.Equal(forgot, want) {
+		t.Fatalf("vectors forgotten for %v, want ann's records %v", forgot, want)
+	}
+}

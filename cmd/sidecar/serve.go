@@ -337,6 +337,11 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	var background sync.WaitGroup
 	defer func() { stopBackground(); background.Wait() }()
 	er := &eraser{gov: gov, kv: b.KV, events: events, compact: b.Compact, newID: memory.NewULIDSource(), log: log}
+	if v, ok := semantic.(interface {
+		Forget(ctx context.Context, ids []string) error
+	}); ok {
+		er.forget = v.Forget
+	}
 	background.Go(func() {
 		if err := er.Resume(bgCtx); err != nil && bgCtx.Err() == nil {
 			log.Error("an erasure a previous run began could not be finished; it is tried again at the next start", "err", err)
