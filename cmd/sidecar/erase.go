@@ -36,9 +36,9 @@ type eraser struct {
 	// forget drops the stored vectors of erased records at once (the
 	// semantic index, --embed-url); nil without one.
 	forget func(ctx context.Context, ids []string) error
-	newID   func() string
-	log     *slog.Logger
-	mu      sync.Mutex // one erasure at a time in this process
+	newID  func() string
+	log    *slog.Logger
+	mu     sync.Mutex // one erasure at a time in this process
 }
 
 // The journal: the erasures requested and not finished. On a store
