@@ -146,6 +146,13 @@ func (g *Guard) reconcile(ctx context.Context, slot string) error {
 	if err != nil {
 		return err
 	}
+	// The active version is a parked change of this file, approved: its
+	// write-back is followParked's (under its heading, after the entry it
+	// followed), once the guard has seen its undo land. Putting it back
+	// here too would show it twice.
+	if active != nil && slices.ContainsFunc(st.Parked, func(pe parkedEntry) bool { return pe.Record == active.ID }) {
+		return nil
+	}
 	entries := markdown.Parse([]byte(st.Content))
 	for i, e := range entries {
 		if i >= len(st.Entries) || st.Entries[i].Slot != slot {
