@@ -76,16 +76,12 @@ var stillHeld = []string{
 	"Slack messages already posted keep the text they were posted with until updated; withdrawn reviews are updated, decided ones are not",
 }
 
+// journal returns the erasures requested and not finished: the list key's,
+// and on a store that lists keys, one per request key.
 func (e *eraser) journal(ctx context.Context) ([]memory.ErasureRequest, error) {
-	var reqs []memory.ErasureRequest
-	b, err := e.kv.Get(ctx, erasureNamespace, erasureJournal)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("read the erasure journal: %w", err)
-	}
-	if err == nil {
-		if err := json.Unmarshal(b, &reqs); err != nil {
-			return nil, fmt.Errorf("read the erasure journal: %w", err)
-		}
+	reqs, err := e.readList(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if j, ok := e.kv.(journalKV); ok {
 		var bad error
@@ -107,6 +103,25 @@ func (e *eraser) journal(ctx context.Context) ([]memory.ErasureRequest, error) {
 	return reqs, nil
 }
 
+// readList returns the requests in the list key (none when it is absent).
+func (e *eraser) readList(ctx context.Context) ([]memory.ErasureRequest, error) {
+	b, err := e.kv.Get(ctx, erasureNamespace, erasureJournal)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, fmt.Errorf("read the erasure journal: %w", err)
+	}
+	var list []memory.ErasureRequest
+	if err := json.Unmarshal(b, &list); err != nil {
+		return nil, fmt.Errorf("read the erasure journal: %w", err)
+	}
+	return list, nil
+}
+
+func hasRequest(list []memory.ErasureRequest, id string) bool {
+	return slices.ContainsFunc(list, func(r memory.ErasureRequest) bool { return r.ID == id })
+}
+
 // record journals req durably, before anything of it is erased.
 func (e *eraser) record(ctx context.Context, req memory.ErasureRequest) error {
 	if _, ok := e.kv.(journalKV); ok {
@@ -119,14 +134,11 @@ func (e *eraser) record(ctx context.Context, req memory.ErasureRequest) error {
 		}
 		return nil
 	}
-	pending, err := e.journal(ctx)
-	if err != nil {
+	list, err := e.readList(ctx)
+	if err != nil || hasRequest(list, req.ID) {
 		return err
 	}
-	if slices.ContainsFunc(pending, func(r memory.ErasureRequest) bool { return r.ID == req.ID }) {
-		return nil
-	}
-	return e.writeJournal(ctx, append(pending, req))
+	return e.writeJournal(ctx, append(list, req))
 }
 
 // clear removes req from the journal once it is done.
@@ -138,21 +150,11 @@ func (e *eraser) clear(ctx context.Context, req memory.ErasureRequest) error {
 	}
 	// The list key: the embedded store's journal (on a shared store, only
 	// what a build before per-request keys journaled there).
-	b, err := e.kv.Get(ctx, erasureNamespace, erasureJournal)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	} else if err != nil {
-		return fmt.Errorf("read the erasure journal: %w", err)
+	list, err := e.readList(ctx)
+	if err != nil || !hasRequest(list, req.ID) {
+		return err
 	}
-	var list []memory.ErasureRequest
-	if err := json.Unmarshal(b, &list); err != nil {
-		return fmt.Errorf("read the erasure journal: %w", err)
-	}
-	rest := slices.DeleteFunc(list, func(r memory.ErasureRequest) bool { return r.ID == req.ID })
-	if len(rest) == len(list) && len(list) > 0 {
-		return nil // not in the list
-	}
-	return e.writeJournal(ctx, rest)
+	return e.writeJournal(ctx, slices.DeleteFunc(list, func(r memory.ErasureRequest) bool { return r.ID == req.ID }))
 }
 
 func (e *eraser) writeJournal(ctx context.Context, reqs []memory.ErasureRequest) error {
