@@ -33,9 +33,10 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // module_comments) took holdout2 to 5 applied and 7 over-reviewed, while
 // the aside sources lost a third of their reviews: a second raise. The
 // team's second tuning set (team_written2) then took it to 6 and 4: a
-// third, one high-risk text.)
+// third, one high-risk text. The gate reading the risk and poisoning
+// heads only took holdout from 5 over-reviewed to 3.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
-	"holdout":  {3, 2, 5},
+	"holdout":  {3, 2, 3},
 	"holdout2": {6, 1, 4},
 }
 
@@ -205,20 +206,21 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // its rule on the tuning rows (0.03 to 0.05) took them to 518 reviews and
 // one attack fewer caught (84.4% to 83.8%); the weakest signal's own
 // gate (unknown_rule_gate 0.3) then to 434 with none fewer. Those raises
-// are written here.)
+// are written here. The gate reading the risk and poisoning heads only
+// (classifier.gate_heads) took them to 395, none the other way.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
-	"agent_notes":        {150.0, 0},
+	"agent_notes":        {140.9, 0},
 	"attacks":            {0, 83.8},
 	"chatgpt_prompts_zh": {27.5, 93.5},
 	"crosswoz":           {27.5, 0},
-	"cursorrules":        {59.3, 19.0},
-	"go_comments":        {37.1, 0},
-	"release_notes":      {66.7, 0},
-	"sgd":                {7.0, 0},
-	"tldr":               {43.5, 0},
-	"topical_chat":       {50.5, 0},
+	"cursorrules":        {57.7, 19.0},
+	"go_comments":        {36.3, 0},
+	"release_notes":      {55.0, 0},
+	"sgd":                {5.0, 0},
+	"tldr":               {38.3, 0},
+	"topical_chat":       {44.0, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the

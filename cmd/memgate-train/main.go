@@ -16,12 +16,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +55,8 @@ func run(ctx context.Context, args []string) error {
 	folds := fl.Int("folds", 0, "with k > 1, report out-of-fold separation on the tuning rows (k trainings more)")
 	curatedLow := fl.Float64("curated-low-weight", 4, "weight of the curated corpus's low-risk examples: they are written like its high-risk ones, so that the model learns what a text says, not how the corpus writes")
 	sweep := fl.Bool("sweep", false, "with -folds or -by-source, also decide every tuning row with its fold's model and report, by source, what each gate and confidence threshold would park")
+	var compare policyDirs
+	fl.Var(&compare, "compare", "with -folds or -by-source, decide every tuning row with its fold's model under the policy in this directory, its thresholds as written, and print the table by source (repeatable: one table per policy)")
 	bySource := fl.Bool("by-source", false, "report as -folds does, but with one fold per real tuning source (the curated corpus always trains): how the classifier does on a kind of text it never saw, which is what the sources kept aside measure")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -98,7 +103,16 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		if *sweep {
-			return sweepThresholds(ctx, files, examples, fold, models)
+			if err := sweepThresholds(ctx, files, examples, fold, models); err != nil {
+				return err
+			}
+		}
+		for _, d := range compare {
+			c, err := comparePolicy(ctx, d, examples, fold, models)
+			if err != nil {
+				return err
+			}
+			c.print(os.Stdout, d)
 		}
 	}
 	return nil
@@ -250,15 +264,19 @@ type outcome struct {
 	// agree is data.json's classifier.agree: a head other than risk
 	// decides alone only where the risk head reaches it.
 	agree float32
+	// gating marks the heads the gate reads (classifier.gate_heads).
+	gating []bool
 }
 
-// decide is what the policy decides with the classifier's gate, the
-// weakest signal's own gate (weakGate, at least gate) and its confidence
-// threshold.
+// decide is what the policy decides with the classifier's gate (read on
+// the gating heads), the weakest signal's own gate (weakGate, at least
+// gate) and its confidence threshold.
 func (o outcome) decide(gate, weakGate, confident float32) memory.Action {
 	top, alone := float32(0), float32(0)
 	for i, s := range o.scores {
-		top = max(top, s)
+		if o.gating[i] {
+			top = max(top, s)
+		}
 		if i < decidesAlone && (i == 0 || o.scores[0] >= o.agree) {
 			alone = max(alone, s)
 		}
@@ -296,6 +314,10 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 		return err
 	}
 	agree := th.Agree
+	gating := make([]bool, len(policy.ClassifierHeads))
+	for i, h := range policy.ClassifierHeads {
+		gating[i] = len(th.GateHeads) == 0 || slices.Contains(th.GateHeads, h)
+	}
 	var outs []outcome
 	for fold, m := range models {
 		// Every signal counts here (the weakest one too): the sweep's
@@ -328,7 +350,7 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 			if err != nil {
 				return fmt.Errorf("%s: %w", e.ID, err)
 			}
-			outs = append(outs, outcome{ex: e, lexicon: a, none: b, weak: c, scores: scores, agree: agree})
+			outs = append(outs, outcome{ex: e, lexicon: a, none: b, weak: c, scores: scores, agree: agree, gating: gating})
 		}
 	}
 	set := func(e policy.Example) string {
@@ -393,10 +415,13 @@ func pct(a, b int) float64 {
 	return 100 * float64(a) / float64(b)
 }
 
-// thresholds are data.json's classifier thresholds (0 when unset).
+// thresholds are data.json's classifier thresholds (0 when unset) and
+// the heads its gate reads.
 type thresholds struct {
 	Gate, Confident, Agree float32
 	UnknownRuleGate        float32 `json:"unknown_rule_gate"`
+	// GateHeads are the heads the gate reads; every head when empty.
+	GateHeads []string `json:"gate_heads"`
 }
 
 func classifierThresholds(files policy.FileSet) (thresholds, error) {
@@ -436,4 +461,89 @@ func compileWith(ctx context.Context, files policy.FileSet, m *textclass.Model, 
 	}
 	fs["data.json"] = string(b)
 	return policy.CompileUntested(ctx, fs)
+}
+
+// policyDirs is a repeatable flag of policy directories.
+type policyDirs []string
+
+func (d *policyDirs) String() string     { return strings.Join(*d, ",") }
+func (d *policyDirs) Set(v string) error { *d = append(*d, v); return nil }
+
+// tally counts tuning rows decided: the ordinary ones parked and the
+// high-risk ones caught.
+type tally struct{ low, lowParked, high, highCaught int }
+
+// comparison is a policy's out-of-fold tallies, by source and pooled.
+type comparison struct {
+	bySet  map[string]*tally
+	pooled tally
+}
+
+// comparePolicy decides every tuning row with the model of its fold under
+// the policy in dir (its Rego and data as written: no threshold is
+// changed), by source and pooled: the ordinary rows parked and the
+// high-risk rows caught. It is how an edit of the rules or of the
+// thresholds is weighed on rows no model it runs learned from.
+func comparePolicy(ctx context.Context, dir string, examples []policy.Example, foldOf []int, models []*textclass.Model) (*comparison, error) {
+	files, err := policy.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var rows []policy.Example
+	for _, e := range examples {
+		if e.Kind != "secret" {
+			rows = append(rows, e)
+		}
+	}
+	c := &comparison{bySet: map[string]*tally{}}
+	for fold, m := range models {
+		fs := maps.Clone(files)
+		fs[policy.ModelFile] = string(m.Marshal())
+		p, err := policy.CompileUntested(ctx, fs)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		for i, e := range rows {
+			if foldOf[i] != fold {
+				continue
+			}
+			a, _, err := p.DecideFreeText(ctx, e)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", e.ID, err)
+			}
+			set := cmp.Or(e.Set, "curated")
+			t := c.bySet[set]
+			if t == nil {
+				t = &tally{}
+				c.bySet[set] = t
+			}
+			parked := a != memory.ActionApply
+			for _, t := range []*tally{t, &c.pooled} {
+				if e.HighRisk() {
+					t.high++
+					if parked {
+						t.highCaught++
+					}
+				} else {
+					t.low++
+					if parked {
+						t.lowParked++
+					}
+				}
+			}
+		}
+	}
+	return c, nil
+}
+
+func (c *comparison) print(w io.Writer, dir string) {
+	fmt.Fprintf(w, "policy %s, out of fold:\n", dir)
+	for _, set := range slices.Sorted(maps.Keys(c.bySet)) {
+		t := c.bySet[set]
+		fmt.Fprintf(w, "  %-20s ordinary parked %5.1f%% of %5d   high-risk caught %5.1f%% of %4d\n", set,
+			pct(t.lowParked, t.low), t.low, pct(t.highCaught, t.high), t.high)
+	}
+	t := c.pooled
+	fmt.Fprintf(w, "  %-20s ordinary parked %5.1f per 1,000 of %d   high-risk caught %d of %d (%.2f%%)\n", "pooled",
+		1000*float64(t.lowParked)/float64(max(t.low, 1)), t.low, t.highCaught, t.high, pct(t.highCaught, t.high))
 }

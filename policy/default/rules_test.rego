@@ -610,9 +610,16 @@ test_classifier_gate_rules_a_form_out if {
 	d.layer == "knowledge"
 }
 
-test_classifier_gate_counts_any_head if {
-	d := decide(scored("The spring email campaign is on hold", " the spring email campaign is on hold ", scores(0.01, 0.01, 0.3, 0.01)))
+# The gate reads the risk and poisoning heads (config.classifier.
+# gate_heads): a state head alone does not make a status form count; an
+# operator may gate on more heads.
+test_classifier_gate_reads_the_gate_heads if {
+	inp := scored("The spring email campaign is on hold", " the spring email campaign is on hold ", scores(0.01, 0.01, 0.3, 0.01))
+	not "status_change" in rules(decide(inp))
+	d := decide(inp) with data.memgate_config.classifier.gate_heads as ["risk", "state"]
 	"status_change" in rules(d)
+	"status_change" in rules(decide(scored("The spring email campaign is on hold", " the spring email campaign is on hold ", scores(0.3, 0.01, 0.01, 0.01))))
+	"status_change" in rules(decide(scored("The spring email campaign is on hold", " the spring email campaign is on hold ", scores(0.01, 0.3, 0.01, 0.01))))
 }
 
 # The weakest signal, a strong modal about nothing the lexicons place,

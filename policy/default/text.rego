@@ -99,11 +99,12 @@ text_unknown_rule if {
 
 # A strong modal about nothing the lexicons place is the weakest signal
 # ("No, I did not.", "you must try the ramen"): it counts only where a
-# head reaches config.classifier.unknown_rule_gate (default: the gate).
+# gating head reaches config.classifier.unknown_rule_gate (default: the
+# gate).
 unknown_rule_risky if not input.candidate.text_scores
 
 unknown_rule_risky if {
-	some head in config.classifier.heads
+	some head in gate_heads
 	input.candidate.text_scores[head] >= object.get(config.classifier, "unknown_rule_gate", config.classifier.gate)
 }
 
@@ -224,16 +225,29 @@ text_layers contains "preference" if text_preference
 # --- what the classifier says (classifier.model, package textclass; its
 # scores come in input.candidate.text_scores, one per head: risk,
 # poisoning, state, inference). A lexicon signal above counts only where
-# the classifier does not rule the text out: one of its heads gives at
-# least config.classifier.gate. Lexicons recognise forms ("must", an
-# imperative, "launched"); conversation, requests and how-to notes use
-# the same forms without consequence, and the classifier, trained on
-# labelled real text, tells them apart. Without scores (a policy without
-# a model; plain opa test) every signal counts.
+# the classifier does not rule the text out: one of its gating heads
+# (config.classifier.gate_heads) gives at least config.classifier.gate.
+# Lexicons recognise forms ("must", an imperative, "launched");
+# conversation, requests and how-to notes use the same forms without
+# consequence, and the classifier, trained on labelled real text, tells
+# them apart. Without scores (a policy without a model; plain opa test)
+# every signal counts.
+#
+# The default gates on the risk and poisoning heads: they answer the
+# gate's own questions (is this text high-risk? does it instruct the
+# agent?), the risk head learning from every high-risk example. The
+# state and inference heads each learn from one kind the risk head
+# already covers, and a gate on the highest of four scores lets more
+# ordinary text through the lexicons by chance: out of fold on the
+# tuning rows, at the same gate, reading two heads parks 7% less
+# ordinary text and catches as many persona prompts (policy/README.md,
+# "The classifier").
+gate_heads := object.get(config.classifier, "gate_heads", config.classifier.heads)
+
 text_risky if not input.candidate.text_scores
 
 text_risky if {
-	some head in config.classifier.heads
+	some head in gate_heads
 	input.candidate.text_scores[head] >= config.classifier.gate
 }
 
