@@ -45,7 +45,7 @@ func (tb *Table) Log(t *testing.T) {
 
 // Part is the figures of one part.
 type Part struct {
-	Repeats, RepeatsNoop, Handle, Handled, UpdatesLost, Distinct, Merged int
+	Repeats, RepeatsNoop, Handle, Handled, UpdatesLost, Distinct, Merged, Possible int
 }
 
 // Aside returns the figures of the aside part; Tuned those of the other.
@@ -53,5 +53,5 @@ func (tb *Table) Aside() Part { return tb.parts[1].part() }
 func (tb *Table) Tuned() Part { return tb.parts[0].part() }
 
 func (c tally) part() Part {
-	return Part{c.repeats, c.repeatsNoop, c.handle, c.handled, c.updatesLost, c.distinct, c.merged}
+	return Part{c.repeats, c.repeatsNoop, c.handle, c.handled, c.updatesLost, c.distinct, c.merged, c.possible}
 }
