@@ -53,11 +53,17 @@ type Relater interface {
 //   - an update Compare found, or a repeat of the very text, stands: the
 //     model is not asked (a new value is never dropped, nor moved out of
 //     the slot whose policy judges it, on a model's word);
-//   - UPDATE, and DELETE, of a memory shown: the write goes to that
-//     memory's slot as an update, which policy judges as an override of
-//     it; nothing is deleted;
-//   - NONE: a repeat of that memory (nothing changes), unless Compare read
-//     a repeat of another one, which stands;
+//   - UPDATE, and DELETE, of a memory shown that Compare reads as the
+//     same fact at least possibly: the write goes to that memory's slot as
+//     an update, which policy judges as an override of it; nothing is
+//     deleted;
+//   - NONE, of such a memory: a repeat of it (nothing changes), unless
+//     Compare read a repeat of another one, which stands;
+//   - UPDATE, DELETE or NONE of a memory whose words Compare reads as
+//     another fact: the two signals disagree, and a fact dropped or
+//     superseded on a model's word alone is the loss the invariant
+//     forbids, so the write keeps a memory of its own, named as a
+//     possible conflict of that memory (explain shows the model's view);
 //   - ADD: a memory of its own; where Compare read a repeat, the two
 //     disagree and the write is kept apart as a possible conflict;
 //   - no verdict (any error, a memory not shown): Compare's answer.
@@ -122,15 +128,18 @@ func (v Verdict) check(n int) error {
 func combine(lex *memory.FactMatch, cands []candidate, v Verdict) *memory.FactMatch {
 	lexRepeat := lex != nil && lex.Kind == memory.MatchRepeat
 	switch v.Event {
-	case EventUpdate, EventDelete:
-		c := cands[v.Memory]
-		return c.match(memory.MatchUpdate, fmt.Sprintf("model: %s of this memory (compared: %v)", v.Event, c.rel))
-	case EventNone:
-		if lexRepeat {
+	case EventUpdate, EventDelete, EventNone:
+		if v.Event == EventNone && lexRepeat {
 			return lex
 		}
 		c := cands[v.Memory]
-		return c.match(memory.MatchRepeat, fmt.Sprintf("model: NONE, this memory states it (compared: %v)", c.rel))
+		if c.rel == Distinct {
+			return c.match(memory.MatchPossible, fmt.Sprintf("model: %s of this memory, whose words state another fact: kept apart", v.Event))
+		}
+		if v.Event == EventNone {
+			return c.match(memory.MatchRepeat, fmt.Sprintf("model: NONE, this memory states it (compared: %v)", c.rel))
+		}
+		return c.match(memory.MatchUpdate, fmt.Sprintf("model: %s of this memory (compared: %v)", v.Event, c.rel))
 	default: // EventAdd
 		if lexRepeat {
 			lex.Kind = memory.MatchPossible

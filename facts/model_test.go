@@ -154,9 +154,15 @@ func TestModelVerdicts(t *testing.T) {
 		of                 string           // the memory matched
 		asked              bool
 	}{
-		{"a paraphrase Compare misses, NONE", "Alice always picks a seat by the window when she flies.", answers("0", "NONE"), memory.MatchRepeat, window, true},
-		{"an update Compare misses, UPDATE", "Bob has relocated to Lisbon.", answers("0", "UPDATE"), memory.MatchUpdate, porto, true},
-		{"DELETE is an update, never a deletion", "Bob has left Porto for good.", answers("0", "DELETE"), memory.MatchUpdate, porto, true},
+		// Where Compare reads another fact, the model's word alone neither
+		// drops the write nor supersedes the memory: kept apart, named.
+		{"NONE where the words state another fact", "Alice always picks a seat by the window when she flies.", answers("0", "NONE"), memory.MatchPossible, window, true},
+		{"UPDATE where the words state another fact", "Bob has relocated to Lisbon.", answers("0", "UPDATE"), memory.MatchPossible, porto, true},
+		{"DELETE where the words state another fact", "Bob has left Porto for good.", answers("0", "DELETE"), memory.MatchPossible, porto, true},
+		// Where Compare is unsure, the model decides.
+		{"UPDATE where Compare reads a possible conflict", "Alice prefers window seats on trains.", answers("0", "UPDATE"), memory.MatchUpdate, window, true},
+		{"DELETE is an update, never a deletion", "Alice prefers window seats on trains.", answers("0", "DELETE"), memory.MatchUpdate, window, true},
+		{"NONE where Compare reads a possible conflict", "Alice prefers window seats on trains.", answers("0", "NONE"), memory.MatchRepeat, window, true},
 		{"ADD", "Alice has a cat named Tom.", answers("new", "ADD"), "", "", true},
 		{"ADD where the words repeat: kept apart, named", "Alice likes window seats on flights.", answers("new", "ADD"), memory.MatchPossible, window, true},
 		{"UPDATE where the words repeat: an update", "Alice likes window seats on flights.", answers("0", "UPDATE"), memory.MatchUpdate, window, true},
