@@ -107,6 +107,17 @@ func pct(n, d int) float64 {
 	return 100 * float64(n) / float64(d)
 }
 
+// logTable prints the figures of the tuned and the aside part.
+func logTable(t *testing.T, parts [2]tally) {
+	t.Helper()
+	t.Logf("%-6s %8s %14s %10s %14s %10s %9s %9s", "part", "repeats", "repeat no-op", "para+upd", "handled", "upd lost", "distinct", "merged")
+	for i, name := range []string{"tuned", "aside"} {
+		c := parts[i]
+		t.Logf("%-6s %8d %13.1f%% %10d %13.1f%% %10d %9d %8.1f%% (possible %d)", name, c.repeats, pct(c.repeatsNoop, c.repeats),
+			c.handle, pct(c.handled, c.handle), c.updatesLost, c.distinct, pct(c.merged, c.distinct), c.possible)
+	}
+}
+
 // TestLabelledSet measures Compare on the labelled set and prints the
 // figures of each part (go test -v -run TestLabelledSet ./facts/). The
 // targets (DESIGN §7) hold on the aside part, which Compare was never
@@ -137,12 +148,7 @@ func TestLabelledSet(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%-6s %8s %14s %10s %14s %10s %9s %9s", "part", "repeats", "repeat no-op", "para+upd", "handled", "upd lost", "distinct", "merged")
-	for i, name := range []string{"tuned", "aside"} {
-		c := parts[i]
-		t.Logf("%-6s %8d %13.1f%% %10d %13.1f%% %10d %9d %8.1f%% (possible %d)", name, c.repeats, pct(c.repeatsNoop, c.repeats),
-			c.handle, pct(c.handled, c.handle), c.updatesLost, c.distinct, pct(c.merged, c.distinct), c.possible)
-	}
+	logTable(t, parts)
 	aside := parts[1]
 	if aside.repeatsNoop != aside.repeats {
 		t.Errorf("aside: %d of %d repeats are no-ops; want all", aside.repeatsNoop, aside.repeats)

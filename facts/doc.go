@@ -36,6 +36,11 @@
 // A matcher only proposes: an update is judged by policy as an override
 // of the memory it would replace, and a repeat changes nothing.
 //
+// ModelMatcher adds a model's verdict (Mem0's update step, through a
+// Relater such as package relate's) for the writes it is asked about,
+// used only where it cannot lower what the write is judged as; any
+// failure leaves Compare's answer.
+//
 // The labelled set in testdata/ (repeat, update and distinct groups,
 // English and Chinese) measures Compare; its aside part is never used to
 // tune it (compare_test.go prints the figures).

@@ -34,6 +34,7 @@ import (
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/proxy/mem0"
+	"github.com/memgate/memgate/relate"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/secrets"
 )
@@ -64,6 +65,8 @@ type serveConfig struct {
 	slack              slacknotify.Config
 	extractorURL       string
 	extractorModel     string
+	extractorRelate    bool
+	relateTimeout      time.Duration
 	judgeURL           string
 	judgeModel         string
 	judgeTimeout       time.Duration
@@ -116,6 +119,8 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&c.extractorURL, "extractor-url", "", "OpenAI-compatible chat-completions endpoint that extracts facts from Mem0 adds with infer=true (e.g. http://127.0.0.1:8080/v1); empty: each message is a candidate")
 	fs.StringVar(&c.extractorModel, "extractor-model", "gpt-4o-mini", "model name sent to --extractor-url")
+	fs.BoolVar(&c.extractorRelate, "extractor-relate", true, "with --extractor-url, also show the model each extracted fact beside the active memories it may repeat or update (Mem0's update step: ADD, UPDATE, DELETE, NONE); its answer is used only where it cannot lower risk, and any failure leaves the comparison without a model")
+	fs.DurationVar(&c.relateTimeout, "extractor-relate-timeout", relate.DefaultTimeout, "bound on one question of --extractor-relate; past it the comparison without a model decides (the subject's other free-text writes wait meanwhile)")
 	fs.StringVar(&c.judgeURL, "judge-url", "", "OpenAI-compatible chat-completions endpoint whose model also classifies each write's text, as input.judge (key in MEMGATE_JUDGE_API_KEY); empty: no judge")
 	fs.StringVar(&c.embedURL, "embed-url", "", "OpenAI-compatible /v1/embeddings endpoint (Ollama, llama.cpp, vLLM, OpenAI; key in MEMGATE_EMBED_API_KEY) that makes search semantic as well as lexical; empty: lexical only")
 	fs.StringVar(&c.embedModel, "embed-model", embed.DefaultModel, "model name sent to --embed-url")
@@ -303,9 +308,13 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	}
 	defer index.Close()
 
+	matcher, err := factMatcher(cfg, index, log)
+	if err != nil {
+		return err
+	}
 	gov := memory.NewGovernor(memory.Options{Store: b.Store, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
 		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner,
-		Active: index, PolicyMode: mode, Facts: &facts.Matcher{Index: index}})
+		Active: index, PolicyMode: mode, Facts: matcher})
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: b.Disk, Outbox: b.Store, Logger: log}))
 
 	var ready atomic.Bool
@@ -315,7 +324,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	var extractor mem0.Extractor
 	if cfg.extractorURL != "" {
 		ex, err := mem0.NewChatExtractor(mem0.ChatExtractorOptions{URL: cfg.extractorURL, Model: cfg.extractorModel,
-			APIKey: os.Getenv("MEMGATE_EXTRACTOR_API_KEY")})
+			APIKey: os.Getenv(extractorKeyVar)})
 		if err != nil {
 			return err
 		}
@@ -591,4 +600,26 @@ func commaList(s string) []string {
 		}
 	}
 	return out
+}
+
+// extractorKeyVar carries the key of --extractor-url.
+const extractorKeyVar = "MEMGATE_EXTRACTOR_API_KEY"
+
+// factMatcher is what finds the active memory a free-text write repeats or
+// updates: the comparison over the search index, and with --extractor-url
+// (unless --extractor-relate=false) the extractor's model too, for the
+// facts it extracted (facts.ModelMatcher).
+func factMatcher(cfg serveConfig, index *search.Index, log *slog.Logger) (memory.FactMatcher, error) {
+	lexical := &facts.Matcher{Index: index}
+	if cfg.extractorURL == "" || !cfg.extractorRelate {
+		return lexical, nil
+	}
+	rel, err := relate.New(relate.Options{URL: cfg.extractorURL, Model: cfg.extractorModel,
+		APIKey: os.Getenv(extractorKeyVar), Timeout: cfg.relateTimeout, KeyVar: extractorKeyVar})
+	if err != nil {
+		return nil, fmt.Errorf("--extractor-url: %w", err)
+	}
+	log.Info("extracted facts are related to their memories by the extractor's model", "url", rel.Endpoint(),
+		"model", cfg.extractorModel, "timeout", cfg.relateTimeout.String())
+	return &facts.ModelMatcher{Lexical: lexical, Model: rel, Asks: mem0.ModelFact, Logger: log}, nil
 }

@@ -194,3 +194,18 @@ func validate(cs []memory.Candidate) error {
 	}
 	return nil
 }
+
+// ModelFact reports whether rec is a fact a model drew from a
+// conversation in a Mem0 add: one the Extractor extracted, or one of the
+// client's deduced_memories. These are the writes Mem0 runs its update
+// step for, and the ones memgate shows a model beside their candidate
+// memories (facts.ModelMatcher.Asks) when --extractor-url is set; the
+// messages of an add, verbatim or without an extractor, are matched
+// without a model.
+func ModelFact(rec *memory.Record) bool {
+	if rec.Actor.Dialect != Dialect || rec.CandidateSource != memory.SourceInference {
+		return false
+	}
+	ref := rec.Evidence.SourceRef
+	return strings.HasPrefix(ref, "mem0:"+modeExtract+":") || strings.HasPrefix(ref, "mem0:"+modeDeduced+":")
+}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -93,6 +94,9 @@ type env struct {
 	// facts matches free text with the active memories (facts.Matcher),
 	// as the binary does (newFactsEnv; Badger only).
 	facts bool
+	// relater, with facts, also shows the facts a model drew to it
+	// (facts.ModelMatcher, as the binary does with --extractor-url).
+	relater facts.Relater
 }
 
 // newEnv opens a store in a temp dir and serves a Handler over it on
@@ -153,6 +157,10 @@ func (e *env) open() {
 		mo := memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now}
 		if e.facts {
 			mo.Facts = &facts.Matcher{Index: o.Search}
+			if e.relater != nil {
+				mo.Facts = &facts.ModelMatcher{Lexical: &facts.Matcher{Index: o.Search}, Model: e.relater, Asks: ModelFact,
+					Logger: slog.New(slog.DiscardHandler)}
+			}
 		}
 		e.gov = memory.NewGovernor(mo)
 		o.Events = NewEventLog(st)
