@@ -382,7 +382,7 @@ func openPostgresDialectStore(t *testing.T) dialectStore {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return dialectStore{st: pg, index: index, events: mem0.NewKVEventLog(pg)}
+	return dialectStore{st: pg, index: index, events: mem0.NewEventLog(pg)}
 }
 
 // newDialectStack builds the agent listener over the default policy, the

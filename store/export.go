@@ -14,8 +14,9 @@ import (
 // record, slot, rollback point and kv entry of one read transaction, in key
 // order. With ScanEvents and ScanNotices of memory.ReadTx they cover the
 // store's layout but for its indexes, which writing the entities rebuilds.
-// Embeddings (em/) and the Mem0 event log (mem0/ev/) live outside the
-// layout and are not scanned: embeddings are recomputed from the records.
+// Embeddings (em/) live outside the layout and are not scanned: they are
+// recomputed from the records. The Mem0 event log is in the KV area, so
+// a snapshot carries it, as on every store.
 
 // ScanRecords calls fn for every record, whatever its status, in id order,
 // until fn returns false.

@@ -43,7 +43,8 @@ func (s *Store) Put(ctx context.Context, namespace, k string, v []byte) error {
 }
 
 // PutKey writes one value under a key of the caller's own prefix, outside
-// the store's layout (the Mem0 event log keeps mem0/ev/<id>), and returns
+// the store's layout (as the Mem0 event log kept mem0/ev/<id> before it
+// moved to the KV area: MoveKeys), and returns
 // once it is durable, as Update and Put do, in group commit mode too. This
 // is how other packages write to the database: a write made directly
 // through DB() is not durable until Sync. Keys under the store's own

@@ -18,6 +18,7 @@ import (
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/notify"
 	"github.com/memgate/memgate/pgstore"
+	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -52,6 +53,9 @@ type backend struct {
 	// Compact makes what an erasure removed leave the disk (nil: the
 	// store cannot).
 	Compact func(ctx context.Context) error
+	// Events is Mem0's event log, in the store's KV area (nil: the store
+	// cannot scan a KV namespace, and serve refuses it).
+	Events *mem0.EventLog
 	// Where names the store in logs and /readyz, without credentials.
 	Where string
 	Close func() error
@@ -78,7 +82,7 @@ type openShared func(ctx context.Context, url string, log *slog.Logger) (sharedS
 // under --data-dir, postgres:// or postgresql:// a PostgreSQL database.
 func openBackend(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backend, error) {
 	if cfg.store == "" {
-		return openBadger(cfg, log)
+		return openBadger(ctx, cfg, log)
 	}
 	u, err := url.Parse(cfg.store)
 	if err != nil || u.Scheme == "" {
@@ -133,7 +137,7 @@ func openPostgres(ctx context.Context, url string, log *slog.Logger) (sharedStor
 // openBadger opens the embedded store, as serve always did. Every write
 // the sidecar acknowledges goes through its Update, Put or PutKey, which
 // return once durable in group commit mode too.
-func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
+func openBadger(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backend, error) {
 	dir := filepath.Join(cfg.dataDir, "db")
 	st, err := store.Open(store.Options{Dir: dir, NoSync: cfg.noSync, GroupCommit: cfg.groupCommit, Logger: log})
 	if err != nil {
@@ -142,9 +146,17 @@ func openBadger(cfg serveConfig, log *slog.Logger) (*backend, error) {
 	if cfg.noSync {
 		log.Warn("--no-sync: commits are not fsynced; a crash may lose acknowledged writes")
 	}
+	// Releases before the KV contract kept Mem0's events outside the KV
+	// area: they move once, at the first start after the upgrade.
+	if n, err := mem0.MoveLegacyEvents(ctx, st); err != nil {
+		st.Close()
+		return nil, err
+	} else if n > 0 {
+		log.Info("moved the Mem0 events of an earlier release into the store's KV area", "events", n)
+	}
 	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir, Audit: st, Compact: st.Compact,
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
-		Close:    st.Close}, nil
+		Events:   mem0.NewEventLog(st), Close: st.Close}, nil
 }
 
 // sharedBackend is the backend of a shared store. Backups in Badger's
@@ -158,6 +170,9 @@ func sharedBackend(st sharedStore, where string) *backend {
 	}
 	if c, ok := st.(interface{ Compact(context.Context) error }); ok {
 		b.Compact = c.Compact
+	}
+	if kv, ok := st.(mem0.EventKV); ok {
+		b.Events = mem0.NewEventLog(kv)
 	}
 	return b
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -356,5 +357,35 @@ func TestServeOnASharedStore(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "hunter2") {
 		t.Fatalf("the logs show the database password:\n%s", logs.String())
+	}
+}
+
+// TestBadgerBackendMovesEarlierEvents: a data directory an earlier
+// release wrote Mem0 events into (under mem0/ev/, outside the KV area)
+// opens with those events in the backend's event log, moved once.
+func TestBadgerBackendMovesEarlierEvents(t *testing.T) {
+	ctx := context.Background()
+	cfg := serveConfig{dataDir: t.TempDir()}
+	st, err := store.Open(store.Options{Dir: filepath.Join(cfg.dataDir, "db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "01JDZ8Q3K7M2X9R4T6V8W0Y1Z3"
+	if err := st.PutKey(ctx, []byte("mem0/ev/"+id), []byte(`{"id":"`+id+`","type":"ADD","writes":[]}`)); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	for range 2 { // the second start finds nothing left to move
+		b, err := openBackend(ctx, cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, total, err := b.Events.List(ctx, 0, 10)
+		if err != nil || total != 1 || len(evs) != 1 || evs[0].ID != id {
+			t.Errorf("events after the upgrade: %d of %d, %v", len(evs), total, err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

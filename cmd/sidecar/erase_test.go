@@ -211,7 +211,7 @@ func TestEraseOnPostgreSQLLeavesNothingInADump(t *testing.T) {
 		}
 		return string(out)
 	}
-	w := newEraseWorld(t, st, mem0.NewKVEventLog(st))
+	w := newEraseWorld(t, st, mem0.NewEventLog(st))
 	if err := st.Seal(ctx); err != nil {
 		t.Fatal(err)
 	}

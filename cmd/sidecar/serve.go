@@ -330,14 +330,10 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		}
 		extractor = ex
 	}
-	// Mem0's event log: on Badger in the layout earlier releases wrote;
-	// on a shared store in its KV area, so every instance sees each event.
-	var events *mem0.EventLog
-	if b.Badger != nil {
-		events = mem0.NewEventLog(b.Badger)
-	} else if kv, ok := b.Store.(mem0.EventKV); ok {
-		events = mem0.NewKVEventLog(kv)
-	} else {
+	// Mem0's event log, in the store's KV area: on a shared store every
+	// instance sees each event.
+	events := b.Events
+	if events == nil {
 		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (mem0.EventKV)", b.Where, b.Store)
 	}
 	// Background work on the store (an unfinished erasure, retention)

@@ -62,7 +62,9 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-	return serveEnv(t, gov, mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st)}))
+	index := search.New(st, search.Options{})
+	t.Cleanup(func() { index.Close() })
+	return serveEnv(t, gov, mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index}))
 }
 
 // newPostgresEnv runs the env on a fresh PostgreSQL database as serve runs
@@ -82,7 +84,7 @@ func newPostgresEnv(t testing.TB) *env {
 	}
 	t.Cleanup(index.Close)
 	gov := memory.NewGovernor(memory.Options{Store: pg, Classifier: memory.ClassifierFunc(testPolicy), Active: index})
-	return serveEnv(t, gov, mem0.New(mem0.Options{Gov: gov, Events: mem0.NewKVEventLog(pg), Search: index}))
+	return serveEnv(t, gov, mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(pg), Search: index}))
 }
 
 // serveEnv serves MCP and m0's routes for gov on loopback.

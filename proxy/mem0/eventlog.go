@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -36,38 +34,21 @@ type EventWrite struct {
 	Outcome  memory.Outcome `json:"outcome"`
 }
 
-// EventLog keeps Mem0 events beside the records, one small JSON value
-// each, keyed by the event id. Event ids are ULIDs, so listing keys in
-// reverse byte order lists the newest first. Every write is durable before
-// Put returns (group commit included): the add that answers with its
-// event id is acknowledged only after that.
-//
-// On the embedded Badger store (NewEventLog) events keep the layout they
-// always had, keys under a prefix of their own, so a deployment reads its
-// old events after an upgrade. On any other store (NewKVEventLog) they are
-// kept in its KV area, in a namespace of their own: on a shared database
-// every instance sees every event, whichever answered the write.
+// EventLog keeps Mem0 events in the store's KV area, one small JSON value
+// each, in a namespace of their own, keyed by the event id. Event ids are
+// ULIDs, so listing keys in reverse byte order lists the newest first.
+// Every write is durable before Put returns (group commit included): the
+// add that answers with its event id is acknowledged only after that. On
+// a shared database every instance sees every event, whichever answered
+// the write.
 type EventLog struct {
-	// Exactly one is set. db is also what New searches when given no
-	// index (handler.go).
-	db EventDB
 	kv EventKV
 }
 
-// EventDB is the Badger database the log lives in: a *store.Store.
-type EventDB interface {
-	// DB is the Badger database, read directly.
-	DB() *badger.DB
-	// PutKey writes one key of the log's own prefix and returns once it
-	// is durable.
-	PutKey(ctx context.Context, k, v []byte) error
-}
-
-// EventKV is the KV area of a store other than Badger (*pgstore.Store):
-// Get and Put with store.Store's semantics (Put durable on return, a
-// missing key store.ErrNotFound), a scan of one namespace in byte order
-// of its keys, newestFirst descending, until fn returns false, and the
-// number of keys of a namespace.
+// EventKV is the KV contract the log needs (store.Store, pgstore.Store):
+// Get and Put (Put durable on return, a missing key store.ErrNotFound), a
+// scan of one namespace in byte order of its keys, newestFirst descending,
+// until fn returns false, and the number of keys of a namespace.
 type EventKV interface {
 	Get(ctx context.Context, namespace, key string) ([]byte, error)
 	Put(ctx context.Context, namespace, key string, value []byte) error
@@ -75,18 +56,34 @@ type EventKV interface {
 	CountNamespace(ctx context.Context, namespace string) (int, error)
 }
 
-// eventPrefix is the key prefix of events in Badger; the store's own
-// prefixes (r/, s/, kv/, ...) never start with it.
-const eventPrefix = "mem0/ev/"
-
-// eventNamespace is the KV namespace of events on other stores.
+// eventNamespace is the KV namespace of events.
 const eventNamespace = "mem0-events"
 
-// NewEventLog returns the event log kept in the Badger database db.
-func NewEventLog(db EventDB) *EventLog { return &EventLog{db: db} }
+// NewEventLog returns the event log kept in the KV area of kv.
+func NewEventLog(kv EventKV) *EventLog { return &EventLog{kv: kv} }
 
-// NewKVEventLog returns the event log kept in the KV area of kv.
-func NewKVEventLog(kv EventKV) *EventLog { return &EventLog{kv: kv} }
+// KeyMover moves the keys of a prefix of its own into a KV namespace
+// (store.Store.MoveKeys).
+type KeyMover interface {
+	MoveKeys(ctx context.Context, prefix, namespace string) (int, error)
+}
+
+// legacyEventPrefix is where releases before the KV contract kept events
+// on the embedded Badger store, outside its KV area.
+const legacyEventPrefix = "mem0/ev/"
+
+// MoveLegacyEvents moves the events an earlier release kept on the
+// embedded Badger store under a prefix of their own into the log's KV
+// namespace, once, and returns how many it moved: a deployment reads its
+// old events after an upgrade. A move cut short finishes at the next
+// start.
+func MoveLegacyEvents(ctx context.Context, m KeyMover) (int, error) {
+	n, err := m.MoveKeys(ctx, legacyEventPrefix, eventNamespace)
+	if err != nil {
+		return n, fmt.Errorf("mem0 events: move the events of an earlier release: %w", err)
+	}
+	return n, nil
+}
 
 // errNoEvent answers an id that names no event the caller may see; a
 // fresh error each time, as callers may annotate it.
@@ -106,12 +103,7 @@ func (l *EventLog) Put(ctx context.Context, ev *Event) error {
 	if err != nil {
 		return fmt.Errorf("mem0 events: encode %s: %w", ev.ID, err)
 	}
-	if l.db != nil {
-		err = l.db.PutKey(ctx, []byte(eventPrefix+ev.ID), b)
-	} else {
-		err = l.kv.Put(ctx, eventNamespace, ev.ID, b)
-	}
-	if err != nil {
+	if err := l.kv.Put(ctx, eventNamespace, ev.ID, b); err != nil {
 		return fmt.Errorf("mem0 events: put %s: %w", ev.ID, err)
 	}
 	return nil
@@ -139,17 +131,6 @@ func (l *EventLog) Get(ctx context.Context, id string) (*Event, error) {
 // read calls decode with the stored value of event id; a missing one is
 // errNoEvent.
 func (l *EventLog) read(ctx context.Context, id string, decode func([]byte) error) error {
-	if l.db != nil {
-		return l.db.DB().View(func(txn *badger.Txn) error {
-			item, err := txn.Get([]byte(eventPrefix + id))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				return errNoEvent()
-			} else if err != nil {
-				return err
-			}
-			return item.Value(decode)
-		})
-	}
 	if !storableID(id) {
 		return errNoEvent() // no event was stored under it: the database would refuse the key
 	}
@@ -178,19 +159,18 @@ func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, 
 	total := 0
 	tenant := memory.TenantOf(ctx)
 	// Without a tenant every event counts, and only those returned are
-	// decoded; a tenant's must be decoded to be told apart. A KV store
-	// then counts its rows in the database and the scan stops after the
-	// page, so a large log is not read for a page near its start (Badger
-	// iterates keys without values, which is cheap).
+	// decoded; a tenant's must be decoded to be told apart. The store then
+	// counts the keys and the scan stops after the page, so a large log
+	// is not read for a page near its start.
 	counted := -1
-	if l.kv != nil && !tenant.Bound() {
+	if !tenant.Bound() {
 		n, err := l.kv.CountNamespace(ctx, eventNamespace)
 		if err != nil {
 			return nil, 0, fmt.Errorf("mem0 events: count: %w", err)
 		}
 		counted = n
 	}
-	err := l.scan(ctx, tenant.Bound(), func(decode func(*Event) error) (bool, error) {
+	err := l.scan(ctx, func(decode func(*Event) error) (bool, error) {
 		var ev *Event
 		if tenant.Bound() || (total >= offset && len(out) < limit) {
 			ev = new(Event)
@@ -223,30 +203,8 @@ func (l *EventLog) List(ctx context.Context, offset, limit int) ([]*Event, int, 
 }
 
 // scan calls fn with every event, newest first, as a function that
-// decodes it, until fn returns false or an error; values says whether
-// most will be decoded (Badger then reads values ahead).
-func (l *EventLog) scan(ctx context.Context, values bool, fn func(decode func(*Event) error) (bool, error)) error {
-	if l.db != nil {
-		return l.db.DB().View(func(txn *badger.Txn) error {
-			opts := badger.DefaultIteratorOptions
-			opts.Reverse, opts.Prefix, opts.PrefetchValues = true, []byte(eventPrefix), values
-			it := txn.NewIterator(opts)
-			defer it.Close()
-			for it.Seek([]byte(eventPrefix + "\xff")); it.Valid(); it.Next() {
-				item := it.Item()
-				more, err := fn(func(ev *Event) error {
-					if err := item.Value(func(b []byte) error { return json.Unmarshal(b, ev) }); err != nil {
-						return fmt.Errorf("decode %s: %w", item.Key(), err)
-					}
-					return nil
-				})
-				if err != nil || !more {
-					return err
-				}
-			}
-			return nil
-		})
-	}
+// decodes it, until fn returns false or an error.
+func (l *EventLog) scan(ctx context.Context, fn func(decode func(*Event) error) (bool, error)) error {
 	var ferr error
 	err := l.kv.ScanNamespace(ctx, eventNamespace, true, func(id string, b []byte) bool {
 		var more bool
@@ -273,7 +231,7 @@ func (l *EventLog) Erase(ctx context.Context, match func(*Event) bool) (int, err
 		return 0, nil
 	}
 	var hit []*Event
-	err := l.scan(ctx, true, func(decode func(*Event) error) (bool, error) {
+	err := l.scan(ctx, func(decode func(*Event) error) (bool, error) {
 		ev := new(Event)
 		if err := decode(ev); err != nil {
 			return false, err

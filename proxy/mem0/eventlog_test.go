@@ -7,8 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dgraph-io/badger/v4"
-
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
@@ -60,7 +58,7 @@ func (e *env) openPostgres(o *Options) {
 		e.t.Fatal(err)
 	}
 	e.gov = memory.NewGovernor(memory.Options{Store: pg, Classifier: e.cls, Now: e.clock.Now})
-	o.Events, o.Search = NewKVEventLog(pg), index
+	o.Events, o.Search = NewEventLog(pg), index
 	e.st, e.records, e.closeStore = nil, pg, func() error { index.Close(); return pg.Close() }
 }
 
@@ -74,7 +72,7 @@ func openLog(t testing.TB, on backing) *EventLog {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { pg.Close() })
-		return NewKVEventLog(pg)
+		return NewEventLog(pg)
 	}
 	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true})
 	if err != nil {
@@ -167,9 +165,10 @@ func TestEventLogListsAndGetsByTenant(t *testing.T) {
 	})
 }
 
-// TestEventLogReadsEventsOfEarlierReleases: on Badger, events keep the
-// layout they were written in before the log had another backing (one
-// JSON value under mem0/ev/<id>), so an upgraded sidecar serves them.
+// TestEventLogReadsEventsOfEarlierReleases: on Badger, the events an
+// earlier release kept under mem0/ev/<id> move into the log's KV
+// namespace once (MoveLegacyEvents, at the store's opening), so an
+// upgraded sidecar serves them, and nothing is left under the old prefix.
 func TestEventLogReadsEventsOfEarlierReleases(t *testing.T) {
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
@@ -183,6 +182,12 @@ func TestEventLogReadsEventsOfEarlierReleases(t *testing.T) {
 	if err := st.PutKey(ctx, []byte("mem0/ev/"+id), []byte(old)); err != nil {
 		t.Fatal(err)
 	}
+	if n, err := MoveLegacyEvents(ctx, st); err != nil || n != 1 {
+		t.Fatalf("moved %d, %v; want 1", n, err)
+	}
+	if n, err := MoveLegacyEvents(ctx, st); err != nil || n != 0 {
+		t.Fatalf("a second move: %d, %v; want none", n, err)
+	}
 	l := NewEventLog(st)
 	alice := memory.WithTenant(ctx, memory.Tenant{UserID: "alice"})
 	ev, err := l.Get(alice, id)
@@ -193,17 +198,9 @@ func TestEventLogReadsEventsOfEarlierReleases(t *testing.T) {
 	if err != nil || total != 1 || len(evs) != 1 || evs[0].ID != id {
 		t.Fatalf("list: %d of %d, %v", len(evs), total, err)
 	}
-	// And an event written now is where an earlier release would read it.
-	ev.ID = "01JDZ8Q3K7M2X9R4T6V8W0Y1Z5"
-	if err := l.Put(ctx, ev); err != nil {
-		t.Fatal(err)
-	}
-	err = st.DB().View(func(txn *badger.Txn) error {
-		_, err := txn.Get([]byte("mem0/ev/" + ev.ID))
-		return err
-	})
-	if err != nil {
-		t.Fatalf("the event is not under mem0/ev/: %v", err)
+	left := 0
+	if err := st.ScanPrefix(ctx, "mem0/", func(_, _ []byte) bool { left++; return true }); err != nil || left != 0 {
+		t.Errorf("%d keys left under mem0/ (%v)", left, err)
 	}
 }
 

@@ -17,17 +17,7 @@ import (
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
-
-// eventStore returns the store the event log lives in, if it is one.
-func eventStore(ev *EventLog) (*store.Store, bool) {
-	if ev == nil {
-		return nil, false
-	}
-	st, ok := ev.db.(*store.Store)
-	return st, ok
-}
 
 // Dialect is the name memgate records as the actor's dialect.
 const Dialect = "mem0"
@@ -49,9 +39,8 @@ type Options struct {
 	// facts, as Mem0's LLM does; without it each message is a candidate.
 	Extractor Extractor
 	// Search reads the active layer: the index the sidecar shares between
-	// dialects (search.New). Nil: one that keeps nothing in memory over
-	// the store Events lives in, if it is a *store.Store; else reads list
-	// through Gov and rank what they listed (search.Rank).
+	// dialects (search.New). Nil: reads list through Gov and rank what
+	// they listed (search.Rank).
 	Search *search.Index
 	Now    func() time.Time
 	NewID  func() string
@@ -79,9 +68,6 @@ type Handler struct {
 func New(o Options) *Handler {
 	h := &Handler{gov: o.Gov, index: o.Search, events: o.Events, log: o.Logger, keys: keysOf(o),
 		extractor: o.Extractor, now: o.Now, newID: o.NewID, erase: o.Erase}
-	if st, ok := eventStore(o.Events); h.index == nil && ok {
-		h.index = search.New(st, search.Options{Budget: -1})
-	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
