@@ -30,7 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Dialect is the actor dialect of the guard's writes.
@@ -43,7 +43,7 @@ var DefaultGlobs = []string{"MEMORY.md", "memory/**/*.md", "USER.md", "CLAUDE.md
 // Options configure a Guard. Gov, KV and Dirs are required.
 type Options struct {
 	Gov  *memory.Governor
-	KV   KV
+	KV   storeapi.KV
 	Dirs []string
 	// Globs select the files under each directory (default DefaultGlobs);
 	// "**" matches any number of directories.
@@ -455,7 +455,7 @@ func (g *Guard) loadFiles(ctx context.Context) error {
 		_, err := g.o.KV.Get(ctx, kvNamespace, "dir/"+stateKey(dir))
 		if err == nil {
 			g.baselined[dir] = true
-		} else if !errors.Is(err, store.ErrNotFound) {
+		} else if !errors.Is(err, storeapi.ErrNotFound) {
 			return err
 		}
 	}

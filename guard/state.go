@@ -9,16 +9,8 @@ import (
 	"fmt"
 
 	"github.com/memgate/memgate/guard/markdown"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
-
-// KV is where the guard keeps what it knows of each file: the store's small
-// key-value area (store.Store's Get and Put). Get returns an error wrapping
-// store.ErrNotFound for a missing key.
-type KV interface {
-	Get(ctx context.Context, namespace, key string) ([]byte, error)
-	Put(ctx context.Context, namespace, key string, value []byte) error
-}
 
 const kvNamespace = "guard"
 
@@ -62,9 +54,9 @@ func stateKey(path string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-func loadState(ctx context.Context, kv KV, path string) (*fileState, error) {
+func loadState(ctx context.Context, kv storeapi.KV, path string) (*fileState, error) {
 	b, err := kv.Get(ctx, kvNamespace, stateKey(path))
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeapi.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
@@ -76,7 +68,7 @@ func loadState(ctx context.Context, kv KV, path string) (*fileState, error) {
 	return &st, nil
 }
 
-func saveState(ctx context.Context, kv KV, st *fileState) error {
+func saveState(ctx context.Context, kv storeapi.KV, st *fileState) error {
 	b, err := json.Marshal(st)
 	if err != nil {
 		return fmt.Errorf("guard: state of %s: %w", st.Path, err)
@@ -88,9 +80,9 @@ func saveState(ctx context.Context, kv KV, st *fileState) error {
 // a file deleted while memgate was down is judged at start too.
 const indexKey = "files"
 
-func loadIndex(ctx context.Context, kv KV) ([]string, error) {
+func loadIndex(ctx context.Context, kv storeapi.KV) ([]string, error) {
 	b, err := kv.Get(ctx, kvNamespace, indexKey)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeapi.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
@@ -102,7 +94,7 @@ func loadIndex(ctx context.Context, kv KV) ([]string, error) {
 	return paths, nil
 }
 
-func saveIndex(ctx context.Context, kv KV, paths []string) error {
+func saveIndex(ctx context.Context, kv storeapi.KV, paths []string) error {
 	b, err := json.Marshal(paths)
 	if err != nil {
 		return err

@@ -13,15 +13,8 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
-
-// KV is the small key-value area beside the records (store.Store's Get and
-// Put); Get returns an error wrapping store.ErrNotFound for a missing key.
-type KV interface {
-	Get(ctx context.Context, namespace, key string) ([]byte, error)
-	Put(ctx context.Context, namespace, key string, value []byte) error
-}
 
 // KV namespaces the Reminder keeps, per record, the due time of the last
 // round it re-announced: queued by any instance (remindNamespace), and
@@ -35,7 +28,7 @@ const (
 // ReminderOptions configure a Reminder. Store and KV are required.
 type ReminderOptions struct {
 	Store memory.Store
-	KV    KV
+	KV    storeapi.KV
 	// After is how long an item waits before it is re-announced, and again
 	// after each further After (default 1h).
 	After time.Duration
@@ -63,7 +56,7 @@ type ReminderOptions struct {
 // lease already makes one instance the only deliverer of a notice.)
 type Reminder struct {
 	store memory.Store
-	kv    KV
+	kv    storeapi.KV
 	after time.Duration
 	every time.Duration
 	waker Waker
@@ -286,7 +279,7 @@ func (r *Reminder) Once(next Notifier) Notifier {
 // unreadable).
 func (r *Reminder) stamp(ctx context.Context, namespace, id string) (time.Time, error) {
 	b, err := r.kv.Get(ctx, namespace, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeapi.ErrNotFound) {
 		return time.Time{}, nil
 	} else if err != nil {
 		return time.Time{}, fmt.Errorf("reminder: %w", err)

@@ -6,19 +6,18 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Get reads a small value other packages keep beside the records (e.g. the
 // Slack message that announced a parked write). A missing key is
-// store.ErrNotFound, as with the Badger store.
+// storeapi.ErrNotFound, as with the Badger store.
 func (s *Store) Get(ctx context.Context, namespace, key string) ([]byte, error) {
 	var out []byte
 	err := s.queryRow(ctx, "get", "get "+namespace+"/"+key, "SELECT value FROM memgate_kv WHERE namespace = $1 AND key = $2",
 		[]any{namespace, key}, &out)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, store.ErrNotFound
+		return nil, storeapi.ErrNotFound
 	}
 	return out, err
 }

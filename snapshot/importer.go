@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Import writes entities in transactions of at most batchLines entities
@@ -23,7 +24,7 @@ const (
 type importer struct {
 	ctx   context.Context
 	dst   memory.Store
-	kv    KV
+	kv    storeapi.KV
 	batch []*line
 	size  int
 	wrote bool // something reached the store

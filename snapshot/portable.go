@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // The store-neutral snapshot: a stream any store can write and any store
@@ -60,12 +61,6 @@ type ExportTx interface {
 	// ScanKV calls fn for every value kept through KV.Put; value is
 	// valid only during the call.
 	ScanKV(fn func(namespace, key string, value []byte) bool) error
-}
-
-// KV is where Import writes the small values other packages keep beside
-// the records (a Slack message per record, reminder times).
-type KV interface {
-	Put(ctx context.Context, namespace, key string, value []byte) error
 }
 
 // Counts says how many entities of each kind a snapshot holds.
@@ -221,7 +216,7 @@ var ErrPartialImport = errors.New("the store holds part of the snapshot and must
 // refuses a truncated, altered or unknown one before writing anything.
 // Otherwise (a pipe) it checks as it writes: a bad stream is then refused
 // with an error wrapping ErrPartialImport.
-func Import(ctx context.Context, dst memory.Store, kv KV, r io.Reader) (Counts, error) {
+func Import(ctx context.Context, dst memory.Store, kv storeapi.KV, r io.Reader) (Counts, error) {
 	have, err := storeCounts(ctx, dst)
 	if err != nil {
 		return Counts{}, fmt.Errorf("snapshot: import: %w", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -40,7 +41,7 @@ var gatedPolicy = memory.ClassifierFunc(func(_ context.Context, in *memory.Polic
 // testStore is a store a snapshot is exported from and imported into.
 type testStore interface {
 	memory.Store
-	snapshot.KV
+	storeapi.KV
 }
 
 // storeKinds are the stores the round trip runs between, each way.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
-// ErrNotFound is returned by Get for a missing key.
-var ErrNotFound = errors.New("store: key not found")
+// ErrNotFound is returned by Get for a missing key: the storage
+// contract's (storeapi.ErrNotFound), named here too for callers in cmd/.
+var ErrNotFound = storeapi.ErrNotFound
 
 // Get reads a small value other packages keep beside the records (e.g. the
 // Slack message that announced a parked write), under kv/<namespace>.

@@ -15,8 +15,8 @@ import (
 	"github.com/cenkalti/backoff/v5"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/metrics"
-	"github.com/memgate/memgate/notify"
 	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
@@ -32,7 +32,7 @@ type backend struct {
 	// several instances share it) and the reminder write through.
 	Store memory.Store
 	// KV is the small key-value area of Slack, the guard and the reminder.
-	KV notify.KV
+	KV storeapi.KV
 	// Writable says why writes are refused (disk full, database down).
 	Writable func() error
 	// Search is what search.Open reads: a store with a commit feed, or
@@ -69,7 +69,7 @@ type backend struct {
 // outbox between instances.
 type sharedStore interface {
 	memory.Store
-	notify.KV
+	storeapi.KV
 	Writable() error
 	Close() error
 }
@@ -171,7 +171,7 @@ func sharedBackend(st sharedStore, where string) *backend {
 	if c, ok := st.(interface{ Compact(context.Context) error }); ok {
 		b.Compact = c.Compact
 	}
-	if kv, ok := st.(mem0.EventKV); ok {
+	if kv, ok := st.(storeapi.KVScanner); ok {
 		b.Events = mem0.NewEventLog(kv)
 	}
 	return b

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/memgate/memgate/embed"
-	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
 )
 
@@ -65,9 +65,8 @@ func embedNamespace(model string) string { return "embed/" + model }
 // its KV area, with a missing key store.ErrNotFound, plus a scan of one
 // namespace in key order and a batched delete.
 type sharedKV interface {
-	notify.KV
-	ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error
-	DeleteKeys(ctx context.Context, namespace string, keys []string) error
+	storeapi.KVScanner
+	storeapi.KVDeleter
 }
 
 // kvEmbedStore keeps embed's vectors in a namespace of a shared store's KV
@@ -82,7 +81,7 @@ var _ embed.Store = kvEmbedStore{}
 func (e kvEmbedStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	v, err := e.kv.Get(ctx, e.ns, key)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, storeapi.ErrNotFound):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, err

@@ -16,9 +16,8 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/proxy/mem0"
-	"github.com/memgate/memgate/store"
 )
 
 // eraser runs erasures end to end: it journals the request, has the
@@ -30,7 +29,7 @@ import (
 // erasure is never left half-done.
 type eraser struct {
 	gov     *memory.Governor
-	kv      notify.KV
+	kv      storeapi.KV
 	events  *mem0.EventLog                  // nil: no Mem0 event log
 	compact func(ctx context.Context) error // nil: the store has no compaction
 	// forget drops the stored vectors of erased records at once (the
@@ -54,8 +53,8 @@ const (
 
 // journalKV is a KV area that lists and deletes keys (pgstore.Store).
 type journalKV interface {
-	ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error
-	DeleteKeys(ctx context.Context, namespace string, keys []string) error
+	storeapi.KVScanner
+	storeapi.KVDeleter
 }
 
 // erasureAnswer is what an erasure answers: the governor's counts and
@@ -106,7 +105,7 @@ func (e *eraser) journal(ctx context.Context) ([]memory.ErasureRequest, error) {
 // readList returns the requests in the list key (none when it is absent).
 func (e *eraser) readList(ctx context.Context) ([]memory.ErasureRequest, error) {
 	b, err := e.kv.Get(ctx, erasureNamespace, erasureJournal)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeapi.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("read the erasure journal: %w", err)

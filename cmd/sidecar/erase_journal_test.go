@@ -58,6 +58,12 @@ func (f *sharedKVFake) ScanNamespace(_ context.Context, ns string, _ bool, fn fu
 	return nil
 }
 
+func (f *sharedKVFake) CountNamespace(ctx context.Context, ns string) (int, error) {
+	n := 0
+	err := f.ScanNamespace(ctx, ns, false, func(string, []byte) bool { n++; return true })
+	return n, err
+}
+
 func (f *sharedKVFake) DeleteKeys(_ context.Context, ns string, keys []string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -16,7 +16,7 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/store"
@@ -101,7 +101,7 @@ func newEraseWorld(t *testing.T, st memory.Store, events *mem0.EventLog) *eraseW
 }
 
 // erase erases alice through an eraser and checks what reads see.
-func (w *eraseWorld) erase(t *testing.T, kv notify.KV, compact func(context.Context) error) {
+func (w *eraseWorld) erase(t *testing.T, kv storeapi.KV, compact func(context.Context) error) {
 	t.Helper()
 	ctx := context.Background()
 	er := &eraser{gov: w.gov, kv: kv, events: w.events, compact: compact, newID: memory.NewULIDSource(), log: slog.New(slog.DiscardHandler)}

@@ -334,7 +334,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	// instance sees each event.
 	events := b.Events
 	if events == nil {
-		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (mem0.EventKV)", b.Where, b.Store)
+		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (storeapi.KVScanner)", b.Where, b.Store)
 	}
 	// Background work on the store (an unfinished erasure, retention)
 	// stops and is waited for before the store closes.

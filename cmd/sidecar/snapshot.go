@@ -13,6 +13,7 @@ import (
 	"github.com/peterbourgon/ff/v3/ffcli"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -92,7 +93,7 @@ func saveSnapshot(ctx context.Context, c *clientFlags, path string, out io.Write
 // snapshotStore is a store a snapshot is exported from or imported into.
 type snapshotStore interface {
 	memory.Store
-	snapshot.KV
+	storeapi.KV
 	Close() error
 }
 

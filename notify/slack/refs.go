@@ -7,8 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/memgate/memgate/notify"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // refNamespace keeps, per record, the Slack message that announced it, so a
@@ -22,12 +21,12 @@ type messageRef struct {
 	PostedAt time.Time `json:"postedAt"`
 }
 
-type refs struct{ kv notify.KV }
+type refs struct{ kv storeapi.KV }
 
 // get returns the record's message, or nil if none was posted.
 func (r refs) get(ctx context.Context, recordID string) (*messageRef, error) {
 	b, err := r.kv.Get(ctx, refNamespace, recordID)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeapi.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("slack message of %s: %w", recordID, err)

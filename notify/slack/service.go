@@ -13,7 +13,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/notify"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Governor is what the Slack integration needs of *memory.Governor.
@@ -30,7 +30,7 @@ var _ Governor = (*memory.Governor)(nil)
 // Deps are the Slack integration's collaborators. Gov and KV are required.
 type Deps struct {
 	Gov        Governor
-	KV         notify.KV // *store.Store: where each record's message is remembered
+	KV         storeapi.KV // *store.Store: where each record's message is remembered
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer // nil: metrics not registered
 	HTTPClient *http.Client          // default: a client with a 15s timeout

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Event is what one Mem0 write (add, update, delete) produced. Its status
@@ -42,25 +42,14 @@ type EventWrite struct {
 // a shared database every instance sees every event, whichever answered
 // the write.
 type EventLog struct {
-	kv EventKV
-}
-
-// EventKV is the KV contract the log needs (store.Store, pgstore.Store):
-// Get and Put (Put durable on return, a missing key store.ErrNotFound), a
-// scan of one namespace in byte order of its keys, newestFirst descending,
-// until fn returns false, and the number of keys of a namespace.
-type EventKV interface {
-	Get(ctx context.Context, namespace, key string) ([]byte, error)
-	Put(ctx context.Context, namespace, key string, value []byte) error
-	ScanNamespace(ctx context.Context, namespace string, newestFirst bool, fn func(key string, value []byte) bool) error
-	CountNamespace(ctx context.Context, namespace string) (int, error)
+	kv storeapi.KVScanner
 }
 
 // eventNamespace is the KV namespace of events.
 const eventNamespace = "mem0-events"
 
 // NewEventLog returns the event log kept in the KV area of kv.
-func NewEventLog(kv EventKV) *EventLog { return &EventLog{kv: kv} }
+func NewEventLog(kv storeapi.KVScanner) *EventLog { return &EventLog{kv: kv} }
 
 // KeyMover moves the keys of a prefix of its own into a KV namespace
 // (store.Store.MoveKeys).
@@ -135,7 +124,7 @@ func (l *EventLog) read(ctx context.Context, id string, decode func([]byte) erro
 		return errNoEvent() // no event was stored under it: the database would refuse the key
 	}
 	b, err := l.kv.Get(ctx, eventNamespace, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, storeapi.ErrNotFound) {
 		return errNoEvent()
 	} else if err != nil {
 		return err
