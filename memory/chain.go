@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -38,6 +39,23 @@ import (
 // write the store. An export signed with a key kept elsewhere (audit
 // export --audit-key) fixes the head at the time of the export.
 
+// MarshalStored encodes v as stores keep it: as json.Marshal does, but
+// with <, > and & as they are, not as \u003c and the like (six bytes for
+// one), so that text made of them takes the room stored that it took
+// sent. Values live in Badger's tree, where every byte of a transaction
+// counts against its bound (store.valueThreshold), and the largest write
+// must fit. Decoding reads either form, and the chain's hashes do not see
+// the difference (they encode again what they decode).
+func MarshalStored(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // ChainHead is the newest event of an audit chain, or the link before the
 // first event of an export: its position, hash and id. The zero value is
 // the link before the first event of a store.
@@ -67,7 +85,7 @@ func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error)
 	c := *e
 	c.Seq, c.Prev, c.PrevID = head.Seq+1, head.Hash, head.EventID
 	c.Salt, c.TextHash, c.Erased = hex.EncodeToString(salt[:]), "", ""
-	raw, err := json.Marshal(&c)
+	raw, err := MarshalStored(&c)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
@@ -84,7 +102,7 @@ func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
-	doc, err = json.Marshal(m)
+	doc, err = MarshalStored(m)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
@@ -217,7 +235,7 @@ func EraseEventText(doc []byte, why string) (out []byte, changed bool, err error
 		m["decision"] = d // without the rules' messages
 	}
 	m[erasedKey], _ = json.Marshal(why)
-	out, err = json.Marshal(m)
+	out, err = MarshalStored(m)
 	return out, err == nil, err
 }
 
