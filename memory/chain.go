@@ -448,25 +448,53 @@ func (v *ChainVerifier) End(head *ChainHead) ChainReport {
 	return v.report
 }
 
-// VerifyChain walks a store's whole audit chain.
+// VerifyChain walks a store's whole audit chain. The store may be written
+// meanwhile (a running sidecar: writes, the retention pass): the head is
+// read after the chain, and when it names a position past the last one
+// read, the events appended since are read too, until the head names no
+// more than the chain held, or a read finds nothing new (then the newest
+// events were removed). A head read before the chain would be older than
+// its end and look changed.
 func VerifyChain(ctx context.Context, c AuditChain) (ChainReport, error) {
 	if err := c.Seal(ctx); err != nil {
 		return ChainReport{}, fmt.Errorf("seal the events not yet in the chain: %w", err)
 	}
-	head, err := c.ChainHead(ctx)
-	if err != nil {
-		return ChainReport{}, fmt.Errorf("read the chain's head: %w", err)
-	}
 	v := NewChainVerifier(ChainHead{})
 	errStop := errors.New("stop")
-	err = c.ScanChain(ctx, 1, func(pos uint64, id string, doc []byte) error {
-		if !v.Add(pos, id, doc) {
-			return errStop
+	var last uint64 // the last position read
+	for round := 1; ; round++ {
+		before := last
+		err := c.ScanChain(ctx, last+1, func(pos uint64, id string, doc []byte) error {
+			if pos != 0 {
+				last = pos
+			} else {
+				last++
+			}
+			if !v.Add(pos, id, doc) {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return ChainReport{}, fmt.Errorf("read the chain: %w", err)
 		}
-		return nil
-	})
-	if err != nil && err != errStop {
-		return ChainReport{}, fmt.Errorf("read the chain: %w", err)
+		head, herr := c.ChainHead(ctx)
+		if herr != nil {
+			return ChainReport{}, fmt.Errorf("read the chain's head: %w", herr)
+		}
+		// A head past the chain's end is a removal of its newest events
+		// when a new read finds no more: the store writes an event's
+		// position and the head that names it in one transaction.
+		if err == errStop || head.Seq <= last || round > 1 && last == before {
+			return v.End(&head), nil
+		}
+		if round == maxVerifyRounds {
+			return ChainReport{}, fmt.Errorf("read the chain: it grew faster than it was read (%d rounds; the head is at position %d, the chain was read to %d)",
+				round, head.Seq, last)
+		}
 	}
-	return v.End(&head), nil
 }
+
+// maxVerifyRounds bounds VerifyChain's reads of events appended while it
+// read the chain.
+const maxVerifyRounds = 64
