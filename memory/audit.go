@@ -46,7 +46,7 @@ func RecordInput(in *PolicyInput) (json.RawMessage, error) {
 	r := RecordedInput{PolicyInput: *in, PendingIDs: PendingIDs(in.Pending, MaxEventPending),
 		PendingCount: len(in.Pending)}
 	r.PolicyInput.Pending = nil // shadowed, never encoded; cleared for clarity
-	return json.Marshal(&r)
+	return MarshalStored(&r)
 }
 
 // PendingIDs returns the ids of the newest most of recs (oldest first, as

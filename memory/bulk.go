@@ -33,6 +33,9 @@ type BulkResult struct {
 // retracted so no later rollback restores them; its pending writes are
 // rejected. Each slot changes atomically; slots are processed in batches.
 func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) (*BulkResult, error) {
+	if err := checkNotes("reason", reason, by); err != nil {
+		return nil, err
+	}
 	if kind != "run" && kind != "actor" {
 		return nil, Errorf(EINVALID, "quarantine needs a runId or an actorId")
 	}
@@ -154,6 +157,9 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 // without review); it lists them in KeptRolledBack. Pending writes are
 // left for their reviewers.
 func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, reason, by string) (*BulkResult, error) {
+	if err := checkNotes("reason", reason, by); err != nil {
+		return nil, err
+	}
 	if subjectID == "" {
 		return nil, Errorf(EINVALID, "restore needs a subjectId")
 	}

@@ -20,7 +20,24 @@ const (
 	MaxValueBytes    = 64 << 10
 	MaxEvidenceBytes = 16 << 10
 	MaxMetadataBytes = 16 << 10
+	// MaxNoteBytes bounds what an operator or reviewer writes beside a
+	// decision: a review note, the reason of a rollback, quarantine,
+	// restore or erasure, and who did it.
+	MaxNoteBytes = 16 << 10
 )
+
+// checkNotes refuses an operator's text (a review note, a reason, named
+// what) or name (by) longer than MaxNoteBytes: both land in records and
+// audit events, and the transaction holding them must stay within the
+// store's bound.
+func checkNotes(what, text, by string) error {
+	for _, f := range []struct{ name, v string }{{what, text}, {"by", by}} {
+		if len(f.v) > MaxNoteBytes {
+			return Errorf(EINVALID, "%s is %d bytes, more than the %d allowed", f.name, len(f.v), MaxNoteBytes)
+		}
+	}
+	return nil
+}
 
 // Normalize fills defaults and validates a candidate. It returns an EINVALID
 // error that names the first bad field; nothing is written for such a write.

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -38,6 +39,23 @@ import (
 // write the store. An export signed with a key kept elsewhere (audit
 // export --audit-key) fixes the head at the time of the export.
 
+// MarshalStored encodes v as stores keep it: as json.Marshal does, but
+// with <, > and & as they are, not as \u003c and the like (six bytes for
+// one), so that text made of them takes the room stored that it took
+// sent. Values live in Badger's tree, where every byte of a transaction
+// counts against its bound (store.valueThreshold), and the largest write
+// must fit. Decoding reads either form, and the chain's hashes do not see
+// the difference (they encode again what they decode).
+func MarshalStored(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // ChainHead is the newest event of an audit chain, or the link before the
 // first event of an export: its position, hash and id. The zero value is
 // the link before the first event of a store.
@@ -67,7 +85,7 @@ func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error)
 	c := *e
 	c.Seq, c.Prev, c.PrevID = head.Seq+1, head.Hash, head.EventID
 	c.Salt, c.TextHash, c.Erased = hex.EncodeToString(salt[:]), "", ""
-	raw, err := json.Marshal(&c)
+	raw, err := MarshalStored(&c)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
@@ -84,7 +102,7 @@ func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
-	doc, err = json.Marshal(m)
+	doc, err = MarshalStored(m)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
@@ -217,7 +235,7 @@ func EraseEventText(doc []byte, why string) (out []byte, changed bool, err error
 		m["decision"] = d // without the rules' messages
 	}
 	m[erasedKey], _ = json.Marshal(why)
-	out, err = json.Marshal(m)
+	out, err = MarshalStored(m)
 	return out, err == nil, err
 }
 
@@ -430,25 +448,53 @@ func (v *ChainVerifier) End(head *ChainHead) ChainReport {
 	return v.report
 }
 
-// VerifyChain walks a store's whole audit chain.
+// VerifyChain walks a store's whole audit chain. The store may be written
+// meanwhile (a running sidecar: writes, the retention pass): the head is
+// read after the chain, and when it names a position past the last one
+// read, the events appended since are read too, until the head names no
+// more than the chain held, or a read finds nothing new (then the newest
+// events were removed). A head read before the chain would be older than
+// its end and look changed.
 func VerifyChain(ctx context.Context, c AuditChain) (ChainReport, error) {
 	if err := c.Seal(ctx); err != nil {
 		return ChainReport{}, fmt.Errorf("seal the events not yet in the chain: %w", err)
 	}
-	head, err := c.ChainHead(ctx)
-	if err != nil {
-		return ChainReport{}, fmt.Errorf("read the chain's head: %w", err)
-	}
 	v := NewChainVerifier(ChainHead{})
 	errStop := errors.New("stop")
-	err = c.ScanChain(ctx, 1, func(pos uint64, id string, doc []byte) error {
-		if !v.Add(pos, id, doc) {
-			return errStop
+	var last uint64 // the last position read
+	for round := 1; ; round++ {
+		before := last
+		err := c.ScanChain(ctx, last+1, func(pos uint64, id string, doc []byte) error {
+			if pos != 0 {
+				last = pos
+			} else {
+				last++
+			}
+			if !v.Add(pos, id, doc) {
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && err != errStop {
+			return ChainReport{}, fmt.Errorf("read the chain: %w", err)
 		}
-		return nil
-	})
-	if err != nil && err != errStop {
-		return ChainReport{}, fmt.Errorf("read the chain: %w", err)
+		head, herr := c.ChainHead(ctx)
+		if herr != nil {
+			return ChainReport{}, fmt.Errorf("read the chain's head: %w", herr)
+		}
+		// A head past the chain's end is a removal of its newest events
+		// when a new read finds no more: the store writes an event's
+		// position and the head that names it in one transaction.
+		if err == errStop || head.Seq <= last || round > 1 && last == before {
+			return v.End(&head), nil
+		}
+		if round == maxVerifyRounds {
+			return ChainReport{}, fmt.Errorf("read the chain: it grew faster than it was read (%d rounds; the head is at position %d, the chain was read to %d)",
+				round, head.Seq, last)
+		}
 	}
-	return v.End(&head), nil
 }
+
+// maxVerifyRounds bounds VerifyChain's reads of events appended while it
+// read the chain.
+const maxVerifyRounds = 64

@@ -139,6 +139,9 @@ func (g *Governor) Erase(ctx context.Context, req ErasureRequest) (*ErasureResul
 	if req.Scope.Empty() {
 		return nil, Errorf(EINVALID, "an erasure needs a user, agent, app or run id")
 	}
+	if err := checkNotes("reason", req.Reason, req.By); err != nil {
+		return nil, err
+	}
 	if req.ID == "" {
 		req.ID = g.newID()
 	}

@@ -48,6 +48,9 @@ func checkVersion(rec *Record, rv Review) error {
 }
 
 func (g *Governor) decide(ctx context.Context, id string, rv Review, approve bool) (*Record, error) {
+	if err := checkNotes("note", rv.Note, rv.By); err != nil {
+		return nil, err
+	}
 	slotID, err := g.slotOf(ctx, id)
 	if err != nil {
 		return nil, err

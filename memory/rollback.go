@@ -18,6 +18,9 @@ type RollbackResult struct {
 // version after it first, newest first, in the same transaction.
 // Errors: ENOTFOUND, ECONFLICT.
 func (g *Governor) Rollback(ctx context.Context, id string, cascade bool, reason, by string) (*RollbackResult, error) {
+	if err := checkNotes("reason", reason, by); err != nil {
+		return nil, err
+	}
 	slotID, err := g.slotOf(ctx, id)
 	if err != nil {
 		return nil, err

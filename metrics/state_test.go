@@ -104,7 +104,7 @@ func TestStoreSizeIsAllocatedSpace(t *testing.T) {
 	}
 
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-	const n, size = 200, 8000 // above the value threshold: to the value log
+	const n, size = 200, 8000 // to the write-ahead log: values under 1 MiB stay out of the value log
 	for i := range n {
 		c := write(memory.LayerKnowledge, "project-alpha", "", fmt.Sprintf("fact %d: %s", i, strings.Repeat("x", size)), "native", "run-1")
 		if _, err := gov.Submit(context.Background(), c); err != nil {

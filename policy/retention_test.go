@@ -25,6 +25,18 @@ func TestRetentionFromPolicyData(t *testing.T) {
 		{"negative", `{"memgate_config": {"retention": {"default_days": -1}}}`, memory.Retention{}, "whole number"},
 		{"a fraction", `{"memgate_config": {"retention": {"default_days": 1.5}}}`, memory.Retention{}, "whole number"},
 		{"unknown key", `{"memgate_config": {"retention": {"weeks": 2}}}`, memory.Retention{}, "unknown key"},
+		{"durations", `{"memgate_config": {"retention": {"default_days": "90d", "days": {"knowledge": "36h", "checkpoint": "30s", "policy": "1h30m", "preference": "0s"}}}}`,
+			memory.Retention{Default: 90 * day, Layers: map[memory.Layer]time.Duration{memory.LayerKnowledge: 36 * time.Hour,
+				memory.LayerCheckpoint: 30 * time.Second, memory.LayerPolicy: 90 * time.Minute, memory.LayerPreference: 0}}, ""},
+		{"days as a string", `{"memgate_config": {"retention": {"default_days": " 7d"}}}`, memory.Retention{Default: 7 * day}, ""},
+		{"a negative duration", `{"memgate_config": {"retention": {"days": {"knowledge": "-5m"}}}}`, memory.Retention{}, `retention.days.knowledge: want a whole number of days (0 or more), or a string such as "90d", "36h" or "30s", not "-5m"`},
+		{"a unit Go lacks", `{"memgate_config": {"retention": {"default_days": "2w"}}}`, memory.Retention{}, `retention.default_days: want a whole number`},
+		{"fractional days", `{"memgate_config": {"retention": {"default_days": "1.5d"}}}`, memory.Retention{}, `not "1.5d"`},
+		{"a bare number as a string", `{"memgate_config": {"retention": {"default_days": "90"}}}`, memory.Retention{}, `not "90"`},
+		{"an empty string", `{"memgate_config": {"retention": {"default_days": ""}}}`, memory.Retention{}, `not ""`},
+		{"a boolean", `{"memgate_config": {"retention": {"default_days": true}}}`, memory.Retention{}, "not true"},
+		{"more days than a duration holds", `{"memgate_config": {"retention": {"default_days": 1000000000}}}`, memory.Retention{}, "whole number"},
+		{"more days than a duration holds, as a string", `{"memgate_config": {"retention": {"default_days": "1000000000d"}}}`, memory.Retention{}, "whole number"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

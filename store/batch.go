@@ -30,13 +30,13 @@ func (s *Store) WriteBatch(ctx context.Context, sets map[string][]byte, deletes 
 		if err := checkOwnKey([]byte(k)); err != nil {
 			return err
 		}
-		n += entryBytes([]byte(k), len(v))
+		n += entryBytes([]byte(k), len(v), s.threshold)
 	}
 	for _, k := range deletes {
 		if err := checkOwnKey([]byte(k)); err != nil {
 			return err
 		}
-		n += entryBytes([]byte(k), 0)
+		n += entryBytes([]byte(k), 0, s.threshold)
 	}
 	if n == 0 {
 		return nil

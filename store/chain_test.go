@@ -211,3 +211,42 @@ func TestWritesWaitOutCompaction(t *testing.T) {
 		t.Fatalf("the chain: %+v %v", rep, err)
 	}
 }
+
+// TestAuditVerifyWhileWritesGoOn: a running sidecar verifies its chain
+// while writes (and the retention pass) append to it; events appended
+// while the chain is read are not a changed head.
+func TestAuditVerifyWhileWritesGoOn(t *testing.T) {
+	st, err := Open(Options{Dir: t.TempDir(), GroupCommit: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	chainEvents(t, st, 2000) // a chain long enough to take a while to read
+	const writers = 4
+	done := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			for i := w; ctx.Err() == nil; i += writers {
+				if _, err := gov.Submit(ctx, fact(i)); err != nil && ctx.Err() == nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 10 {
+		rep, err := memory.VerifyChain(context.Background(), st)
+		if err != nil || !rep.OK {
+			t.Fatalf("verify while writes go on: %+v %v %v", rep, rep.Problem, err)
+		}
+	}
+	cancel()
+	for range writers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -24,10 +24,13 @@ import (
 //     left to rewrite.
 //
 // What it cannot reach: the value log file Badger is appending to, which
-// GC never rewrites, holds the values of 4 KiB or more (valueThreshold)
-// written since it was opened; memgate's records and events are smaller
-// as a rule, and the answer to an erasure says so. Writes wait while the
-// memtables are flushed.
+// GC never rewrites, and which holds the values of 1 MiB or more
+// (valueThreshold) written since the store was opened. Records, events,
+// rollback points and notifications never are (their fields are bounded:
+// TestTheLargestWritesFitOneTransaction); a Mem0 event log entry of a
+// request body within a few KiB of the 1 MiB bound, or the guard's state
+// of a guarded file near its 1 MiB cap, can be. SECURITY.md says so.
+// Writes wait while the memtables are flushed.
 func (s *Store) Compact(ctx context.Context) error {
 	if err := s.setDurable(ctx, compactFlushKey, []byte{1}); err != nil {
 		return fmt.Errorf("store: compact: %w", err)

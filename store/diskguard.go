@@ -94,11 +94,12 @@ func defaultReserve(o badger.Options) uint64 {
 }
 
 // entryBytes estimates what writing key k with a value of n bytes adds to
-// Badger's logs: a value of valueThreshold bytes or more goes to the value
-// log, and the write-ahead log then holds the key again with a pointer.
-func entryBytes(k []byte, n int) int64 {
+// Badger's logs when values of threshold bytes or more go to the value log
+// (Store.threshold): the write-ahead log then holds the key again with a
+// pointer.
+func entryBytes(k []byte, n int, threshold int64) int64 {
 	b := int64(len(k) + n + entryOverhead)
-	if n >= valueThreshold {
+	if int64(n) >= threshold {
 		b += int64(len(k) + entryOverhead)
 	}
 	return b

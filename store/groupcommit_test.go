@@ -175,9 +175,10 @@ func groupPolicy(context.Context, *memory.PolicyInput) (memory.Decision, error) 
 }
 
 // TestGroupCommitStore writes concurrently through a group-commit store
-// with small memtables, values large enough for the value log and enough
-// of them to fill a value log file, so that both logs rotate under the
-// writers, then reopens the database and finds every acknowledged write.
+// with small memtables, records filling them, values large enough for the
+// value log and enough of them to fill a value log file, so that both logs
+// rotate under the writers, then reopens the database and finds every
+// acknowledged write.
 func TestGroupCommitStore(t *testing.T) {
 	dir := t.TempDir()
 	st, err := Open(Options{Dir: dir, GroupCommit: true, MemTableSize: 1 << 20})
@@ -197,7 +198,7 @@ func TestGroupCommitStore(t *testing.T) {
 			for i := range each {
 				summary := fmt.Sprintf("writer %d fact %d %s", w, i, strings.Repeat("padding ", 40))
 				if i%10 == 0 {
-					summary += strings.Repeat("large ", 1000) // a record over the value threshold
+					summary += strings.Repeat("large ", 1000) // a record of 6 KB
 				}
 				res, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge,
 					SubjectID: fmt.Sprintf("w%d", w), FactType: fmt.Sprintf("f%d", i), Summary: summary})
@@ -209,8 +210,9 @@ func TestGroupCommitStore(t *testing.T) {
 			}
 		})
 	}
-	// 72 MiB of values through a value log whose files hold 64 MiB
-	// (Open's ValueLogFileSize): it rotates at least once mid-test.
+	// 72 MiB of values (over the value threshold, 157 KB with these
+	// memtables) through a value log whose files hold 64 MiB (Open's
+	// ValueLogFileSize): it rotates at least once mid-test.
 	const blobs, blobSize = 36, 2 << 20
 	for w := range 2 {
 		wg.Go(func() {

@@ -70,7 +70,7 @@ func (s *Store) setDurable(ctx context.Context, k, v []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	n := entryBytes(k, len(v)) + txnOverhead
+	n := entryBytes(k, len(v), s.threshold) + txnOverhead
 	if err := s.guard.admit(n); err != nil {
 		return err // nothing reached Badger
 	}

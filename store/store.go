@@ -35,7 +35,8 @@ type Options struct {
 	InMemory bool
 	Logger   *slog.Logger
 	// MemTableSize bounds one memtable; Badger's default (64 MB, five of
-	// them) is sized for a database server, not a sidecar.
+	// them) is sized for a database server, not a sidecar. Under 7 MiB it
+	// also lowers the value threshold (thresholdFor): tests only.
 	MemTableSize int64
 	// BlockCacheSize bounds the block cache (Badger's default: 256 MB).
 	BlockCacheSize int64
@@ -66,6 +67,9 @@ type Store struct {
 	// guard refuses writes while the disk is nearly full (nil: off).
 	guard *diskGuard
 	dir   string // the database's directory; "" in memory
+	// threshold is the value size from which Badger keeps a value in its
+	// value log (thresholdFor).
+	threshold int64
 	// chainMu serialises commits that append audit events; head is the
 	// audit chain's newest event (chain.go).
 	chainMu sync.Mutex
@@ -101,7 +105,7 @@ func Open(o Options) (*Store, error) {
 		WithIndexCacheSize(4 << 20).
 		WithBlockSize(blockSize).
 		WithValueLogFileSize(64 << 20).
-		WithValueThreshold(valueThreshold).
+		WithValueThreshold(thresholdFor(o.MemTableSize)).
 		WithNumCompactors(2).
 		WithCompactL0OnClose(false)
 	// Before Badger touches anything: on a disk below the reserve, only a
@@ -127,7 +131,7 @@ func Open(o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("store: open %s: %w", o.Dir, err)
 	}
-	s := &Store{db: db, log: o.Logger, guard: guard}
+	s := &Store{db: db, log: o.Logger, guard: guard, threshold: opts.ValueThreshold}
 	if !o.InMemory {
 		s.dir = o.Dir
 	}
@@ -145,9 +149,31 @@ func Open(o Options) (*Store, error) {
 	return s, nil
 }
 
-// valueThreshold is the value size from which Badger keeps values in its
-// value log rather than in the tree.
-const valueThreshold = 4 << 10
+// valueThreshold is the value size from which Badger keeps a value in its
+// value log rather than in the tree: Badger's largest (1 MiB, what its
+// LSMOnlyOptions set). Below it a value lives in the memtable's write-ahead
+// log and then in the tree's tables, which Compact rewrites (compact.go);
+// the value log file Badger is appending to is beyond its reach, so what
+// an erasure removes must never have been there. Every value memgate keeps
+// is smaller but for a Mem0 event log entry of a request body near the
+// 1 MiB bound and the guard's state of a Markdown file near its own 1 MiB
+// bound (SECURITY.md says so).
+//
+// The cost: a transaction's values count in full against Badger's bound on
+// a transaction (15% of a memtable, 1.2 MiB with the 8 MiB default) where
+// a value-log pointer counted 14 bytes; the largest governed write fits
+// with room to spare (TestTheLargestWritesFitOneTransaction), and bulk
+// writes split a batch Badger finds too big. Badger refuses a threshold
+// above that bound, so a memtable under 7 MiB (tests that want small
+// ones) lowers the threshold to it (thresholdFor).
+const valueThreshold = 1 << 20
+
+// thresholdFor is the value threshold Open sets for memtables of the
+// given size: valueThreshold, or less when Badger's bound on a
+// transaction (15% of a memtable) is less.
+func thresholdFor(memTableSize int64) int64 {
+	return min(valueThreshold, 15*memTableSize/100)
+}
 
 // blockSize is the size of a table's blocks before compression: 16 KB,
 // not Badger's 4 KB. A table's index holds an entry per block, and Badger
@@ -241,7 +267,7 @@ func (s *Store) update(ctx context.Context, fn func(memory.Tx) error) error {
 			return fmt.Errorf("store: update: %w", err)
 		}
 		txn := s.db.NewTransaction(true)
-		t := &tx{txn: txn, db: s.db}
+		t := &tx{txn: txn, db: s.db, threshold: s.threshold}
 		err := fn(t)
 		if err == nil {
 			// Admitted by the disk guard, or refused before Badger writes.

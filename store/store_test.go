@@ -70,13 +70,15 @@ func TestTablesOfEitherBlockSizeRead(t *testing.T) {
 		return idx / data
 	}
 
-	// A directory as every earlier version wrote it: 4 KB blocks.
+	// A directory as every earlier version wrote it: 4 KB blocks, values of
+	// 4 KiB or more in the value log.
+	const oldThreshold = 4 << 10
 	db, err := badger.Open(badger.DefaultOptions(dir).WithBlockSize(4 << 10).WithMemTableSize(8 << 20).
-		WithBlockCacheSize(8 << 20).WithValueThreshold(valueThreshold).WithLogger(nil))
+		WithBlockCacheSize(8 << 20).WithValueThreshold(oldThreshold).WithLogger(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := &Store{db: db, log: slog.New(slog.DiscardHandler)}
+	old := &Store{db: db, log: slog.New(slog.DiscardHandler), threshold: oldThreshold}
 	write(old, 0, 2000)
 	if err := old.Close(); err != nil { // flushes the memtable into a table
 		t.Fatal(err)

@@ -56,8 +56,10 @@ type tx struct {
 	// readOnly is set in a View.
 	readOnly bool
 	// bytes estimates what committing adds to Badger's logs, for the disk
-	// guard (diskguard.go).
-	bytes int64
+	// guard (diskguard.go), where values of threshold bytes or more go to
+	// the value log (Store.threshold).
+	bytes     int64
+	threshold int64
 	// events are the audit events appended, in order, sealed onto the
 	// chain when the transaction commits (chain.go).
 	events []*memory.Event
@@ -81,7 +83,7 @@ func (t *tx) get(k []byte, v any, what, id string) error {
 }
 
 func (t *tx) put(k []byte, v any) error {
-	b, err := json.Marshal(v)
+	b, err := memory.MarshalStored(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", k, err)
 	}
@@ -92,7 +94,7 @@ func (t *tx) set(k, v []byte) error {
 	if err := t.txn.Set(k, v); err != nil {
 		return fmt.Errorf("set %q: %w", k, err)
 	}
-	t.wrote(entryBytes(k, len(v)))
+	t.wrote(entryBytes(k, len(v), t.threshold))
 	return nil
 }
 
@@ -109,7 +111,7 @@ func (t *tx) del(k []byte) error {
 	if err := t.txn.Delete(k); err != nil {
 		return fmt.Errorf("delete %q: %w", k, err)
 	}
-	t.wrote(entryBytes(k, 0))
+	t.wrote(entryBytes(k, 0, t.threshold))
 	return nil
 }
 

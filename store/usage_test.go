@@ -56,9 +56,9 @@ func TestDiskUsageCountsAllocatedBlocks(t *testing.T) {
 		t.Errorf("total %d of %+v", before.Total(), before)
 	}
 
-	// 4 MiB of values of 64 KiB, each above the value threshold: they go to
-	// the value log, and their keys to the write-ahead log.
-	const n, size = 64, 64 << 10
+	// 4 MiB of values of 1 MiB, each at the value threshold: they go to the
+	// value log, and their keys to the write-ahead log.
+	const n, size = 4, valueThreshold
 	for i := range n {
 		v := make([]byte, size)
 		rand.Read(v) // incompressible

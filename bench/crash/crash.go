@@ -8,18 +8,21 @@ package crash
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/memgate/memgate/bench/sidecar"
+	"github.com/memgate/memgate/policy"
 )
 
 // Config is one harness run.
@@ -42,6 +45,16 @@ type Config struct {
 	// Progress, if set, receives a line per cycle.
 	Progress io.Writer
 	Env      []string // extra environment for the sidecar
+
+	// Retention, if positive, runs the sidecars on the default policy with
+	// memgate_config.retention set to it for every layer, and the
+	// retention pass every RetentionInterval (default 250ms): superseded,
+	// rejected and rolled-back versions lose their text while the load
+	// and the kills go on, and every check holds the retention to its
+	// promises (checkText). 0 runs the built-in policy, whose retention
+	// is off.
+	Retention         time.Duration
+	RetentionInterval time.Duration
 
 	// Store, if set, is a shared store's URL (postgres://…) passed to every
 	// sidecar as --store; Instances sidecars then run on it at once, each
@@ -94,6 +107,9 @@ func (c *Config) defaults() {
 	if c.StoreRecovery <= 0 {
 		c.StoreRecovery = time.Minute
 	}
+	if c.RetentionInterval <= 0 {
+		c.RetentionInterval = 250 * time.Millisecond
+	}
 }
 
 // Report is what a harness run found.
@@ -112,8 +128,17 @@ type Report struct {
 	DoubleActive []string `json:"doubleActive"`
 	// AuditEvents is how many audit events the final check verified as
 	// an intact hash chain; AuditBroken says what was wrong with it.
+	// AuditChecks counts the verifications of the chain (after every
+	// restart and at the end).
 	AuditEvents uint64 `json:"auditEvents"`
 	AuditBroken string `json:"auditBroken,omitempty"`
+	AuditChecks int    `json:"auditChecks"`
+	// Retention is the retention the sidecars ran with (0: none), and
+	// Purged the most records one check found purged by it (a record
+	// once purged stays so, and the checks after a restart read the
+	// records of the cycle before; the final check reads them all).
+	Retention time.Duration `json:"retention,omitempty"`
+	Purged    int           `json:"purged"`
 	// Erasures counts the erasures the sidecar acknowledged during the
 	// load (each cycle asks for one), ErasuresCut those the kill cut off.
 	Erasures     int   `json:"erasures"`
@@ -162,10 +187,13 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "checked: %d records, %d slot histories\n", r.Checked, r.Slots)
 	fmt.Fprintf(w, "erasures under load: %d acknowledged and checked, %d cut off by the kill\n", r.Erasures, r.ErasuresCut)
+	if r.Retention > 0 {
+		fmt.Fprintf(w, "retention %s under load: %d versions found purged with their skeleton, no active or pending memory touched\n", r.Retention, r.Purged)
+	}
 	if r.AuditBroken != "" {
 		fmt.Fprintf(w, "audit chain BROKEN: %s\n", r.AuditBroken)
 	} else {
-		fmt.Fprintf(w, "audit chain: %d events intact\n", r.AuditEvents)
+		fmt.Fprintf(w, "audit chain: %d events intact (verified %d times)\n", r.AuditEvents, r.AuditChecks)
 	}
 	fmt.Fprintf(w, "items lost: %d\n", r.ItemsLost())
 	for _, l := range r.Lost {
@@ -199,12 +227,22 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	ledger := NewLedger(cfg.AckLog)
 	erasures := newErasureLog()
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	fleet := sidecar.NewFleet(sidecar.Options{Binary: cfg.Binary, DataDir: cfg.DataDir, Store: cfg.Store, Env: cfg.Env}, cfg.Instances)
+	opts := sidecar.Options{Binary: cfg.Binary, DataDir: cfg.DataDir, Store: cfg.Store, Env: cfg.Env}
+	if cfg.Retention > 0 {
+		dir, err := writeRetentionPolicy(filepath.Join(cfg.DataDir, "policy"), cfg.Retention)
+		if err != nil {
+			return rep, fmt.Errorf("crash harness: %w", err)
+		}
+		opts.Args = append(opts.Args, "--policy-dir", dir, "--retention-interval", cfg.RetentionInterval.String())
+		rep.Retention = cfg.Retention
+	}
+	fleet := sidecar.NewFleet(opts, cfg.Instances)
 	defer fleet.Kill()
 	seen := map[string]bool{}
 	record := func(v verification) {
 		rep.Checked += v.records
 		rep.Slots += v.slots
+		rep.Purged = max(rep.Purged, v.purged)
 		for _, l := range v.losses {
 			if !seen[l.RecordID] {
 				seen[l.RecordID] = true
@@ -228,9 +266,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		if cycle > 1 {
 			via := fleet.Procs[restarted[rng.IntN(len(restarted))]]
-			v, err := verify(ctx, sidecar.NewClient(via, hc), ledger, cycle-1, 8)
+			c := sidecar.NewClient(via, hc)
+			v, err := verify(ctx, c, ledger, cycle-1, 8)
 			record(v)
 			if err != nil {
+				return rep, fmt.Errorf("cycle %d: checking after restart: %w", cycle, err)
+			}
+			if err := verifyChain(ctx, c, rep); err != nil {
 				return rep, fmt.Errorf("cycle %d: checking after restart: %w", cycle, err)
 			}
 		}
@@ -313,21 +355,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Lost = append(rep.Lost, lost...)
 	verr = errors.Join(verr, err)
 	// The audit log is a hash chain that every kill must leave intact.
-	var chain struct {
-		OK      bool   `json:"ok"`
-		Events  uint64 `json:"events"`
-		Problem *struct {
-			Kind, EventID, Detail string
-		} `json:"problem"`
-	}
-	if err := sidecar.NewClient(via, hc).Do(ctx, http.MethodGet, via.Admin+"/admin/v1/audit/verify", nil, &chain); err != nil {
-		verr = errors.Join(verr, fmt.Errorf("audit verify: %w", err))
-	} else {
-		rep.AuditEvents = chain.Events
-		if !chain.OK && chain.Problem != nil {
-			rep.AuditBroken = chain.Problem.Kind + " " + chain.Problem.EventID + ": " + chain.Problem.Detail
-		}
-	}
+	verr = errors.Join(verr, verifyChain(ctx, sidecar.NewClient(via, hc), rep))
 	if err := fleet.Stop(10 * time.Second); err != nil {
 		verr = errors.Join(verr, err)
 	}
@@ -335,6 +363,60 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return rep, fmt.Errorf("final check: %w", verr)
 	}
 	return rep, nil
+}
+
+// verifyChain asks the sidecar to verify the audit chain, and notes the
+// events verified, and the first break found, in rep.
+func verifyChain(ctx context.Context, c *sidecar.Client, rep *Report) error {
+	var chain struct {
+		OK      bool   `json:"ok"`
+		Events  uint64 `json:"events"`
+		Problem *struct {
+			Kind, EventID, Detail string
+		} `json:"problem"`
+	}
+	if err := c.Do(ctx, http.MethodGet, c.Admin+"/admin/v1/audit/verify", nil, &chain); err != nil {
+		return fmt.Errorf("audit verify: %w", err)
+	}
+	rep.AuditChecks++
+	rep.AuditEvents = chain.Events
+	if !chain.OK && rep.AuditBroken == "" {
+		rep.AuditBroken = "no problem named"
+		if chain.Problem != nil {
+			rep.AuditBroken = chain.Problem.Kind + " " + chain.Problem.EventID + ": " + chain.Problem.Detail
+		}
+	}
+	return nil
+}
+
+// writeRetentionPolicy writes the default policy into dir with its data's
+// memgate_config.retention set to d for every layer, and returns dir.
+func writeRetentionPolicy(dir string, d time.Duration) (string, error) {
+	files := policy.DefaultFiles()
+	var data map[string]any
+	if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
+		return "", fmt.Errorf("the default policy's data: %w", err)
+	}
+	cfg, _ := data[policy.ConfigRoot].(map[string]any)
+	if cfg == nil {
+		cfg = map[string]any{}
+		data[policy.ConfigRoot] = cfg
+	}
+	cfg["retention"] = map[string]any{"default_days": d.String()}
+	b, err := json.MarshalIndent(data, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("the default policy's data: %w", err)
+	}
+	files["data.json"] = string(b)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("policy directory: %w", err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return "", fmt.Errorf("policy directory: %w", err)
+		}
+	}
+	return dir, nil
 }
 
 // startDown starts every instance that is not running and returns their

@@ -94,8 +94,57 @@ func TestCheckRecord(t *testing.T) {
 	}
 }
 
+// TestCheckRecordHoldsRetentionToItsPromises: active and pending memories
+// keep the text they were acknowledged with; a version whose text is gone
+// lost it to the retention pass and kept its skeleton.
+func TestCheckRecordHoldsRetentionToItsPromises(t *testing.T) {
+	applied := claimsOf([]AckKind{AckApplied})
+	applied.summary = "step 3"
+	parked := claimsOf([]AckKind{AckParked})
+	parked.summary = "deploys need a human"
+	now := time.Now()
+	decision := &sidecar.Decision{Risk: "low", Action: "apply"}
+	purged := func(f func(*sidecar.Record)) sidecar.Record {
+		r := sidecar.Record{ID: "r1", SlotID: "s1", Status: "superseded", SupersededBy: "r2", CreatedAt: now, Decision: decision,
+			Erased: &sidecar.Erased{ID: "retention-2026-01-01T00:00:00Z", At: now, TextHash: "ab12"}}
+		if f != nil {
+			f(&r)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name   string
+		claims claims
+		rec    sidecar.Record
+		ok     bool
+	}{
+		{"active with its text", applied, sidecar.Record{Status: "active", Summary: "step 3"}, true},
+		{"active, text changed", applied, sidecar.Record{Status: "active", Summary: "step 4"}, false},
+		{"active, purged", applied, sidecar.Record{Status: "active", Erased: &sidecar.Erased{ID: "retention-x"}}, false},
+		{"pending, purged", parked, sidecar.Record{Status: "pending_review", Erased: &sidecar.Erased{ID: "retention-x"}}, false},
+		{"pending with its text", parked, sidecar.Record{Status: "pending_review", Summary: "deploys need a human"}, true},
+		{"superseded with its text", applied, sidecar.Record{Status: "superseded", Summary: "step 3"}, true},
+		{"superseded, text gone without a mark", applied, sidecar.Record{Status: "superseded"}, false},
+		{"superseded, purged with its skeleton", applied, purged(nil), true},
+		{"superseded, purged by an erasure", applied, purged(func(r *sidecar.Record) { r.Erased.ID = "01ERASURE" }), false},
+		{"superseded, purged, text left", applied, purged(func(r *sidecar.Record) { r.Summary = "step 3" }), false},
+		{"superseded, purged, decision lost", applied, purged(func(r *sidecar.Record) { r.Decision = nil }), false},
+		{"superseded, purged, hash lost", applied, purged(func(r *sidecar.Record) { r.Erased.TextHash = "" }), false},
+		{"superseded, purged, successor lost", applied, purged(func(r *sidecar.Record) { r.SupersededBy = "" }), false},
+		{"superseded, purged, time lost", applied, purged(func(r *sidecar.Record) { r.CreatedAt = time.Time{} }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			problem := checkRecord(tc.claims, tc.rec)
+			if (problem == "") != tc.ok {
+				t.Fatalf("checkRecord = %q, want ok=%v", problem, tc.ok)
+			}
+		})
+	}
+}
+
 // TestHarnessShort is the short version CI runs: a few kill cycles of the
-// real binary under concurrent writers and a reviewer.
+// real binary under concurrent writers and a reviewer, with an erasure
+// each cycle and a retention of 300ms purging old versions meanwhile.
 func TestHarnessShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -103,7 +152,8 @@ func TestHarnessShort(t *testing.T) {
 	var acks, progress bytes.Buffer
 	rep, err := Run(context.Background(), Config{Binary: sidecarBinary(t), DataDir: t.TempDir(), Cycles: 3,
 		Writers: 3, Reviewers: 1, MinUptime: 400 * time.Millisecond, MaxUptime: 900 * time.Millisecond,
-		Slots: 4, Seed: 8, AckLog: &acks, Progress: &progress})
+		Slots: 4, Seed: 8, AckLog: &acks, Progress: &progress,
+		Retention: 300 * time.Millisecond, RetentionInterval: 100 * time.Millisecond})
 	var out bytes.Buffer
 	rep.Print(&out)
 	t.Logf("\n%s%s", progress.String(), out.String())
@@ -115,6 +165,9 @@ func TestHarnessShort(t *testing.T) {
 	}
 	if rep.Cycles != 3 {
 		t.Fatalf("%d cycles run, want 3", rep.Cycles)
+	}
+	if rep.Purged == 0 || rep.AuditChecks != 3 {
+		t.Errorf("%d versions found purged, the chain verified %d times: want some, and 3 (after each restart and at the end)", rep.Purged, rep.AuditChecks)
 	}
 	for _, k := range []AckKind{AckApplied, AckParked, AckApproved} {
 		if rep.Acked[k] == 0 {

@@ -38,11 +38,14 @@ type Slot struct {
 // Ack is one acknowledged item, logged on the client side the moment the
 // answer arrives.
 type Ack struct {
-	Kind     AckKind   `json:"kind"`
-	RecordID string    `json:"recordId"`
-	Slot     Slot      `json:"slot,omitzero"`
-	Cycle    int       `json:"cycle"`
-	At       time.Time `json:"at"`
+	Kind     AckKind `json:"kind"`
+	RecordID string  `json:"recordId"`
+	Slot     Slot    `json:"slot,omitzero"`
+	// Summary is the text a write's answer gave back: what the record
+	// holds while active or pending.
+	Summary string    `json:"summary,omitempty"`
+	Cycle   int       `json:"cycle"`
+	At      time.Time `json:"at"`
 }
 
 // Ledger is the client-side log of everything acknowledged and every
@@ -51,6 +54,7 @@ type Ledger struct {
 	mu       sync.Mutex
 	acks     []Ack
 	byRecord map[string][]AckKind
+	summary  map[string]string // the text each acknowledged write gave back
 	tried    map[string]map[Op]bool
 	parked   []string // acknowledged parked, not known to be decided
 	applied  []string // acknowledged active at some point: rollback candidates
@@ -62,7 +66,7 @@ type Ledger struct {
 // NewLedger returns an empty ledger that also writes each ack as a JSON
 // line to w (nil: memory only).
 func NewLedger(w io.Writer) *Ledger {
-	l := &Ledger{byRecord: map[string][]AckKind{}, tried: map[string]map[Op]bool{}, slots: map[Slot]bool{}}
+	l := &Ledger{byRecord: map[string][]AckKind{}, summary: map[string]string{}, tried: map[string]map[Op]bool{}, slots: map[Slot]bool{}}
 	if w != nil {
 		l.out = json.NewEncoder(w)
 	}
@@ -85,6 +89,9 @@ func (l *Ledger) Ack(a Ack) {
 	defer l.mu.Unlock()
 	l.acks = append(l.acks, a)
 	l.byRecord[a.RecordID] = append(l.byRecord[a.RecordID], a.Kind)
+	if a.Summary != "" {
+		l.summary[a.RecordID] = a.Summary
+	}
 	if a.Slot.FactType != "" {
 		l.slots[a.Slot] = true
 	}
@@ -158,8 +165,9 @@ func (l *Ledger) Err() error {
 
 // claims is what the ledger knows of one record.
 type claims struct {
-	acked map[AckKind]bool
-	tried map[Op]bool
+	acked   map[AckKind]bool
+	tried   map[Op]bool
+	summary string // its text as acknowledged ("" if unknown)
 }
 
 // snapshot returns the records acknowledged in cycle since or later, each
@@ -176,7 +184,7 @@ func (l *Ledger) snapshot(since int) (map[string]claims, []Slot) {
 	recs := make(map[string]claims, len(recent))
 	for id := range recent {
 		kinds := l.byRecord[id]
-		c := claims{acked: map[AckKind]bool{}, tried: map[Op]bool{}}
+		c := claims{acked: map[AckKind]bool{}, tried: map[Op]bool{}, summary: l.summary[id]}
 		for _, k := range kinds {
 			c.acked[k] = true
 		}

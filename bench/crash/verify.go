@@ -71,6 +71,43 @@ func checkRecord(c claims, rec sidecar.Record) string {
 	if c.acked[AckRejected] && (rec.Review == nil || rec.Review.Outcome != "rejected") {
 		return fmt.Sprintf("acknowledged rejection missing: review %+v", rec.Review)
 	}
+	return checkText(c, rec)
+}
+
+// retentionPrefix starts the erasure id the retention pass marks the
+// versions it purged with (memory.RetentionPass).
+const retentionPrefix = "retention-"
+
+// checkText returns what is wrong with rec's text, or "": an active or
+// pending record holds the text its write was acknowledged with, and no
+// erasure mark; a version whose text is gone lost it to the retention
+// pass (the writers' memories are in no erasure's scope) and kept its
+// skeleton: id, slot, times, decision and the salted hash of the text.
+func checkText(c claims, rec sidecar.Record) string {
+	switch {
+	case rec.Status == sidecar.StatusActive || rec.Status == sidecar.StatusPending:
+		if rec.Erased != nil {
+			return fmt.Sprintf("%s, yet its text was removed by %s", rec.Status, rec.Erased.ID)
+		}
+		if c.summary != "" && rec.Summary != c.summary {
+			return fmt.Sprintf("%s with text %q, acknowledged with %q", rec.Status, rec.Summary, c.summary)
+		}
+	case rec.Erased != nil:
+		if !strings.HasPrefix(rec.Erased.ID, retentionPrefix) {
+			return fmt.Sprintf("text removed by %s, which is not the retention pass", rec.Erased.ID)
+		}
+		if rec.Summary != "" {
+			return fmt.Sprintf("purged by %s, yet it holds text %q", rec.Erased.ID, rec.Summary)
+		}
+		if rec.ID == "" || rec.SlotID == "" || rec.CreatedAt.IsZero() || rec.Erased.At.IsZero() || rec.Erased.TextHash == "" ||
+			rec.Decision == nil || rec.Decision.Risk == "" || rec.Decision.Action == "" ||
+			rec.Status == sidecar.StatusSuperseded && rec.SupersededBy == "" {
+			return fmt.Sprintf("purged by %s without its skeleton: slot %q, created %v, hash %q, decision %+v, superseded by %q",
+				rec.Erased.ID, rec.SlotID, rec.CreatedAt, rec.Erased.TextHash, rec.Decision, rec.SupersededBy)
+		}
+	case c.summary != "" && rec.Summary != c.summary:
+		return fmt.Sprintf("%s with text %q, acknowledged with %q, and no erasure mark", rec.Status, rec.Summary, c.summary)
+	}
 	return ""
 }
 
@@ -81,6 +118,7 @@ type verification struct {
 	losses   []Loss
 	doubles  []string // slots with more than one active record
 	failures int      // reads that failed for reasons other than a missing record
+	purged   int      // records read whose text the retention pass removed
 }
 
 // verify reads every record acknowledged in cycle since or later and the
@@ -131,6 +169,9 @@ func verify(ctx context.Context, c *sidecar.Client, l *Ledger, since, parallel i
 				}
 				mu.Lock()
 				v.records++
+				if rec.Erased != nil && strings.HasPrefix(rec.Erased.ID, retentionPrefix) {
+					v.purged++
+				}
 				if problem != "" {
 					v.losses = append(v.losses, Loss{RecordID: j.id, Problem: problem})
 				}

@@ -69,9 +69,9 @@ func (w *workload) writer(ctx context.Context, id int, rng *rand.Rand) {
 		rec, status, err := w.client().Write(ctx, cand)
 		switch {
 		case err == nil && status == http.StatusCreated:
-			w.ledger.Ack(Ack{Kind: AckApplied, RecordID: rec.ID, Slot: slotOf(rec), Cycle: w.cycle, At: time.Now()})
+			w.ledger.Ack(Ack{Kind: AckApplied, RecordID: rec.ID, Slot: slotOf(rec), Summary: rec.Summary, Cycle: w.cycle, At: time.Now()})
 		case err == nil && status == http.StatusAccepted:
-			w.ledger.Ack(Ack{Kind: AckParked, RecordID: rec.ID, Slot: slotOf(rec), Cycle: w.cycle, At: time.Now()})
+			w.ledger.Ack(Ack{Kind: AckParked, RecordID: rec.ID, Slot: slotOf(rec), Summary: rec.Summary, Cycle: w.cycle, At: time.Now()})
 		default:
 			w.failed(status, err)
 		}

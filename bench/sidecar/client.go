@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Record is the part of memgate's record the tools check.
@@ -24,6 +25,24 @@ type Record struct {
 	SupersededBy string  `json:"supersededBy"`
 	ExpectedHead string  `json:"expectedHead"`
 	Review       *Review `json:"review"`
+	// What an erasure or retention keeps of a record whose text it
+	// removed: the decision, the times and the salted hash.
+	Decision  *Decision `json:"decision"`
+	CreatedAt time.Time `json:"createdAt"`
+	Erased    *Erased   `json:"erased"`
+}
+
+// Decision is the policy's decision on a record.
+type Decision struct {
+	Risk   string `json:"risk"`
+	Action string `json:"action"`
+}
+
+// Erased says which erasure or retention pass removed a record's text.
+type Erased struct {
+	ID       string    `json:"id"` // "retention-…" for the retention pass
+	At       time.Time `json:"at"`
+	TextHash string    `json:"textHash"`
 }
 
 // Review is a record's human decision.

@@ -40,17 +40,19 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 	fs := flag.NewFlagSet("memgate-bench crash", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
-		bin       = fs.String("sidecar", "", "the sidecar binary to run and kill (go build -o /tmp/sidecar ./cmd/sidecar)")
-		dataDir   = fs.String("data-dir", "", "its data directory (default: a temporary one, removed after)")
-		cycles    = fs.Int("cycles", 10, "kill/restart cycles")
-		writers   = fs.Int("writers", 4, "concurrent writers")
-		reviewers = fs.Int("reviewers", 2, "concurrent reviewers (approve, reject, roll back)")
-		minUp     = fs.Duration("min-uptime", 500*time.Millisecond, "earliest kill after the sidecar is ready")
-		maxUp     = fs.Duration("max-uptime", 3*time.Second, "latest kill after the sidecar is ready")
-		slots     = fs.Int("slots", 8, "shared slots of each kind the writers contend on")
-		seed      = fs.Uint64("seed", 0, "random seed (0: from the clock; the report prints it)")
-		ackLog    = fs.String("ack-log", "", "write every acknowledged item to this file as JSON lines")
-		jsonOut   = fs.Bool("json", false, "print the report as JSON")
+		bin            = fs.String("sidecar", "", "the sidecar binary to run and kill (go build -o /tmp/sidecar ./cmd/sidecar)")
+		dataDir        = fs.String("data-dir", "", "its data directory (default: a temporary one, removed after)")
+		cycles         = fs.Int("cycles", 10, "kill/restart cycles")
+		writers        = fs.Int("writers", 4, "concurrent writers")
+		reviewers      = fs.Int("reviewers", 2, "concurrent reviewers (approve, reject, roll back)")
+		minUp          = fs.Duration("min-uptime", 500*time.Millisecond, "earliest kill after the sidecar is ready")
+		maxUp          = fs.Duration("max-uptime", 3*time.Second, "latest kill after the sidecar is ready")
+		slots          = fs.Int("slots", 8, "shared slots of each kind the writers contend on")
+		seed           = fs.Uint64("seed", 0, "random seed (0: from the clock; the report prints it)")
+		ackLog         = fs.String("ack-log", "", "write every acknowledged item to this file as JSON lines")
+		jsonOut        = fs.Bool("json", false, "print the report as JSON")
+		retention      = fs.Duration("retention", 2*time.Second, "run the sidecars on the default policy with this retention for every layer (policy data memgate_config.retention), so that superseded, rejected and rolled-back versions lose their text under the load; 0 = the built-in policy, retention off (for sidecars that take only whole days)")
+		retentionEvery = fs.Duration("retention-interval", 250*time.Millisecond, "with -retention: how often the sidecars run the retention pass (--retention-interval)")
 
 		store       = fs.String("store", "", "run the sidecars on this PostgreSQL server (a postgres:// URL of any database the user may connect to there; a fresh database is created for the run and dropped after)")
 		pgCluster   = fs.Bool("pg-cluster", false, "like -store, on a throwaway PostgreSQL cluster started for the run (initdb and pg_ctl; as user postgres when root)")
@@ -68,6 +70,10 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 			"and decision, kills it with SIGKILL at a random moment, restarts it and verifies that every\n" +
 			"acknowledged item is present in the state its acknowledgement promised and that no slot has\n" +
 			"two active records. Prints cycles run and items lost; exits 1 if anything was lost.\n\n" +
+			"Each cycle also erases a user of its own, and with -retention (on by default) the retention\n" +
+			"pass purges old versions while the load runs: every check after a restart also holds active\n" +
+			"and pending memories to their acknowledged text, purged versions to their skeleton (ids,\n" +
+			"times, decision, salted hash), and verifies the audit chain.\n\n" +
 			"With -store or -pg-cluster it runs -instances sidecars on one PostgreSQL database: a write\n" +
 			"parked through one instance is approved or rolled back through another, one instance (or\n" +
 			"all, -kill all) dies each cycle, and the checks read through a restarted instance.",
@@ -81,7 +87,10 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 			}
 			cfg := crash.Config{Binary: *bin, DataDir: *dataDir, Cycles: *cycles, Writers: *writers, Reviewers: *reviewers,
 				MinUptime: *minUp, MaxUptime: *maxUp, Slots: *slots, Seed: *seed, Progress: stderr,
-				Instances: *instances, StoreRecovery: *dbRecovery}
+				Instances: *instances, StoreRecovery: *dbRecovery, Retention: *retention, RetentionInterval: *retentionEvery}
+			if *retention < 0 || *retentionEvery < 0 {
+				return errors.New("-retention and -retention-interval: want 0 or more")
+			}
 			if err := checkCrashFleet(*store, *pgCluster, *instances, *kill, *restartDB); err != nil {
 				return err
 			}

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"io/fs"
 	"log/slog"
@@ -22,10 +24,11 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
-// grepDir returns the files under dir that hold s.
-func grepDir(t *testing.T, dir, s string) []string {
+// grepDir returns, for each of needles that a file under dir holds, the
+// files that hold it.
+func grepDir(t *testing.T, dir string, needles ...string) map[string][]string {
 	t.Helper()
-	var hits []string
+	hits := map[string][]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -34,8 +37,10 @@ func grepDir(t *testing.T, dir, s string) []string {
 		if err != nil {
 			return err
 		}
-		if bytes.Contains(b, []byte(s)) {
-			hits = append(hits, filepath.Base(path))
+		for _, s := range needles {
+			if bytes.Contains(b, []byte(s)) {
+				hits[s] = append(hits[s], filepath.Base(path))
+			}
 		}
 		return nil
 	})
@@ -65,18 +70,44 @@ type eraseWorld struct {
 	gov       *memory.Governor
 	events    *mem0.EventLog
 	pendingID string
+	// blobs are large texts of alice that do not compress: a record's
+	// value (60 KiB) and evidence (15 KiB), and a Mem0 request (512 KiB).
+	blobs []string
+}
+
+// randomText is n bytes of base64 that no compression shortens.
+func randomText(t *testing.T, n int) string {
+	t.Helper()
+	b := make([]byte, n*3/4+3)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(b)[:n]
+}
+
+// blobPieces returns 64-byte pieces of each blob, every 4 KiB: a file or
+// value holding any part of a blob holds one of them.
+func (w *eraseWorld) blobPieces() []string {
+	var out []string
+	for _, b := range w.blobs {
+		for i := 0; i+64 <= len(b); i += 4 << 10 {
+			out = append(out, b[i:i+64])
+		}
+	}
+	return out
 }
 
 func newEraseWorld(t *testing.T, st memory.Store, events *mem0.EventLog) *eraseWorld {
 	t.Helper()
 	ctx := context.Background()
 	w := &eraseWorld{st: st, gov: memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier, Outbox: true}), events: events}
+	w.blobs = []string{randomText(t, 60<<10), randomText(t, 15<<10), randomText(t, 512<<10)}
 	alice := memory.Scope{UserID: "alice"}
 	writes := []memory.Candidate{
 		{Layer: memory.LayerPreference, SubjectID: "alice", FactType: "drink", Summary: "ZEBRA-alice-old prefers tea", Scope: alice},
 		{Layer: memory.LayerPreference, SubjectID: "alice", FactType: "drink", Summary: "ZEBRA-alice-now prefers coffee", Scope: alice,
-			Evidence: memory.Evidence{Excerpt: "ZEBRA-alice-evidence I switched"}, Metadata: map[string]any{"note": "ZEBRA-alice-meta"},
-			Value: json.RawMessage(`{"drink":"ZEBRA-alice-value"}`)},
+			Evidence: memory.Evidence{Excerpt: "ZEBRA-alice-evidence I switched " + w.blobs[1]}, Metadata: map[string]any{"note": "ZEBRA-alice-meta"},
+			Value: json.RawMessage(`{"drink":"ZEBRA-alice-value","notes":"` + w.blobs[0] + `"}`)},
 		{Layer: memory.LayerPolicy, SubjectID: "alice", FactType: "publish", Summary: "ZEBRA-alice-pending may publish", Scope: alice},
 		{Layer: memory.LayerKnowledge, SubjectID: "alice", Summary: "ZEBRA-alice-rejected reject me", Scope: alice},
 		{Layer: memory.LayerKnowledge, SubjectID: "bob", Summary: "BISON-bob stays", Scope: memory.Scope{UserID: "bob"}},
@@ -94,7 +125,7 @@ func newEraseWorld(t *testing.T, st memory.Store, events *mem0.EventLog) *eraseW
 		t.Fatal("nothing was parked")
 	}
 	if err := events.Put(ctx, &mem0.Event{ID: "01MEM0EVENT", Type: "ADD",
-		Payload: json.RawMessage(`{"user_id":"alice","messages":[{"role":"user","content":"ZEBRA-alice-mem0"}]}`)}); err != nil {
+		Payload: json.RawMessage(`{"user_id":"alice","messages":[{"role":"user","content":"ZEBRA-alice-mem0 ` + w.blobs[2] + `"}]}`)}); err != nil {
 		t.Fatal(err)
 	}
 	return w
@@ -153,7 +184,11 @@ func (w *eraseWorld) erase(t *testing.T, kv storeapi.KV, compact func(context.Co
 }
 
 // TestEraseLeavesNoByteOnDisk erases alice on Badger and greps every file
-// of the data directory, while the store runs and after it closed.
+// of the data directory, while the store runs and after it closed: for
+// her short texts and for every 4 KiB of her large ones (a 60 KiB value,
+// 15 KiB of evidence, a 512 KiB Mem0 request), which would sit in the
+// value log Badger is appending to were they not in its tree
+// (store.valueThreshold).
 func TestEraseLeavesNoByteOnDisk(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db")
@@ -162,20 +197,29 @@ func TestEraseLeavesNoByteOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := newEraseWorld(t, st, mem0.NewEventLog(st))
-	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) == 0 {
-		t.Fatal("the strings are not on disk before the erasure: the grep proves nothing")
+	needles := append([]string{"ZEBRA-alice"}, w.blobPieces()...)
+	hits := grepDir(t, dir, needles...)
+	for _, s := range needles {
+		if len(hits[s]) == 0 {
+			t.Fatalf("%.20s… is not on disk before the erasure: the grep proves nothing", s)
+		}
 	}
 	w.erase(t, st, st.Compact)
-	noVersionHolds(t, st, "ZEBRA-alice")
-	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) > 0 {
-		t.Fatalf("erased text is still on disk in %v", hits)
+	noVersionHolds(t, st, needles...)
+	onDisk := func(when string) {
+		t.Helper()
+		hits := grepDir(t, dir, needles...)
+		for _, s := range needles {
+			if len(hits[s]) > 0 {
+				t.Fatalf("erased text %.20s… is still on disk %s, in %v (%d of %d pieces)", s, when, hits[s], len(hits), len(needles))
+			}
+		}
 	}
+	onDisk("after the erasure")
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if hits := grepDir(t, dir, "ZEBRA-alice"); len(hits) > 0 {
-		t.Fatalf("erased text is still on disk in %v", hits)
-	}
+	onDisk("after closing")
 	st, err = store.Open(store.Options{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -223,9 +267,10 @@ func TestEraseOnPostgreSQLLeavesNothingInADump(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := dump()
-	if strings.Contains(d, "ZEBRA-alice") {
-		i := strings.Index(d, "ZEBRA-alice")
-		t.Fatalf("erased text is in the dump: …%s…", d[max(0, i-300):min(len(d), i+100)])
+	for _, s := range append([]string{"ZEBRA-alice"}, w.blobPieces()...) {
+		if i := strings.Index(d, s); i >= 0 {
+			t.Fatalf("erased text is in the dump: …%s…", d[max(0, i-300):min(len(d), i+100)])
+		}
 	}
 	if !strings.Contains(d, "BISON-bob") {
 		t.Fatal("bob's memory is not in the dump")
@@ -277,7 +322,7 @@ func TestEraseResumesWhatTheJournalHolds(t *testing.T) {
 // noVersionHolds checks, through Badger, that no version of any key, live
 // or old, holds s: the grep of the files cannot see into compressed
 // tables, this can.
-func noVersionHolds(t *testing.T, st *store.Store, s string) {
+func noVersionHolds(t *testing.T, st *store.Store, needles ...string) {
 	t.Helper()
 	err := st.DB().View(func(txn *badger.Txn) error {
 		o := badger.DefaultIteratorOptions
@@ -289,8 +334,11 @@ func noVersionHolds(t *testing.T, st *store.Store, s string) {
 			if err != nil {
 				return err
 			}
-			if bytes.Contains(v, []byte(s)) || bytes.Contains(it.Item().Key(), []byte(s)) {
-				t.Errorf("key %q (version %d) holds %q: %.300s", it.Item().Key(), it.Item().Version(), s, v)
+			for _, s := range needles {
+				if bytes.Contains(v, []byte(s)) || bytes.Contains(it.Item().Key(), []byte(s)) {
+					t.Errorf("key %q (version %d) holds %.20q…: %.300s", it.Item().Key(), it.Item().Version(), s, v)
+					break
+				}
 			}
 		}
 		return nil

@@ -88,7 +88,7 @@ func (l *EventLog) Put(ctx context.Context, ev *Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := json.Marshal(ev)
+	b, err := memory.MarshalStored(ev) // a payload takes the room it took sent
 	if err != nil {
 		return fmt.Errorf("mem0 events: encode %s: %w", ev.ID, err)
 	}
