@@ -120,7 +120,7 @@ func (s *Store) MoveKeys(ctx context.Context, prefix, namespace string) (int, er
 		}
 		var n int64 = txnOverhead
 		for _, e := range batch {
-			n += entryBytes(key("kv/", namespace, string(e.k[len(prefix):])), len(e.v)) + entryBytes(e.k, 0)
+			n += entryBytes(key("kv/", namespace, string(e.k[len(prefix):])), len(e.v), s.threshold) + entryBytes(e.k, 0, s.threshold)
 		}
 		if err := s.guard.admit(n); err != nil {
 			return moved, err
