@@ -73,6 +73,7 @@ type erasureAnswer struct {
 var stillHeld = []string{
 	"every backup taken before this erasure (sidecar snapshot save/export files, volume snapshots, database dumps, PostgreSQL base backups, WAL archives and replicas' logs): erase or expire them yourself",
 	"Slack messages already posted keep the text they were posted with until updated; withdrawn reviews are updated, decided ones are not",
+	"with --guard-dir: the guarded Markdown files themselves (the agent's), and the guard's record of each file's accepted text, until the file next changes",
 }
 
 // journal returns the erasures requested and not finished: the list key's,
