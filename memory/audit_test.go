@@ -156,7 +156,7 @@ func TestParkedEventRelatedIsBounded(t *testing.T) {
 	for _, n := range []int{0, 1, MaxEventPending, MaxEventPending + 1, 400} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			pending := pendingRecs(n)
-			eff, out, err := Submit(SlotState{Slot: slot, Head: head, Pending: pending}, rec("c", "ga", ""), dec(ActionReview), t0)
+			eff, out, err := PlanSubmit(SlotState{Slot: slot, Head: head, Pending: pending}, rec("c", "ga", ""), dec(ActionReview), t0)
 			if err != nil || out != OutcomeParked {
 				t.Fatalf("%s %v", out, err)
 			}

@@ -118,7 +118,7 @@ func (g *Governor) quarantineSlot(tx Tx, slotID string, ids map[string]bool, res
 		var eff Effects
 		switch rec.Status {
 		case StatusPending:
-			if eff, err = Reject(st, rec, Review{By: by, Route: "quarantine", Note: reason}, now); err != nil {
+			if eff, err = PlanReject(st, rec, Review{By: by, Route: "quarantine", Note: reason}, now); err != nil {
 				return err
 			}
 			res.Rejected = append(res.Rejected, id)

@@ -179,11 +179,11 @@ func (m *slotMachine) step(kind, arg byte) {
 		action := []Action{ActionApply, ActionReview, ActionReject}[kind%8]
 		rec := m.candidate(arg, OpWrite)
 		what = fmt.Sprintf("submit %s %s %q", rec.ID, action, rec.Summary)
-		eff, _, err = Submit(st, rec, Decision{Risk: RiskLow, Action: action}, m.now)
+		eff, _, err = PlanSubmit(st, rec, Decision{Risk: RiskLow, Action: action}, m.now)
 	case 3: // delete the active version
 		rec := m.candidate(arg, OpDelete)
 		what = "delete " + rec.ID
-		eff, _, err = Submit(st, rec, Decision{Risk: RiskLow, Action: ActionApply}, m.now)
+		eff, _, err = PlanSubmit(st, rec, Decision{Risk: RiskLow, Action: ActionApply}, m.now)
 	case 4, 5: // approve a parked write, as override or append
 		rec := m.pick(arg, StatusPending, StatusActive, StatusRejected)
 		if rec == nil {
@@ -191,7 +191,7 @@ func (m *slotMachine) step(kind, arg byte) {
 		}
 		mode := []ReviewMode{ModeOverride, ModeAppend}[kind%8-4]
 		what = fmt.Sprintf("approve %s %s", rec.ID, mode)
-		eff, err = Approve(st, rec, Review{By: "fuzz", Mode: mode}, m.now)
+		eff, err = PlanApprove(st, rec, Review{By: "fuzz", Mode: mode}, m.now)
 		if ErrorCode(err) == ESTALE {
 			eff, err = Restale(st, rec, Decision{Risk: RiskHigh, Action: ActionReview}, "fuzz", m.now), nil
 		}
@@ -201,7 +201,7 @@ func (m *slotMachine) step(kind, arg byte) {
 			return
 		}
 		what = "reject " + rec.ID
-		eff, err = Reject(st, rec, Review{By: "fuzz"}, m.now)
+		eff, err = PlanReject(st, rec, Review{By: "fuzz"}, m.now)
 	case 7: // roll back a record, the head or not
 		rec := m.pick(arg, StatusActive, StatusDeleted, StatusSuperseded, StatusRolledBack, StatusPending)
 		if rec == nil {
@@ -214,7 +214,7 @@ func (m *slotMachine) step(kind, arg byte) {
 			restore = m.restoreTarget(point.Replaced)
 		}
 		isHead := st.Head != nil && st.Head.ID == rec.ID
-		eff, err = Rollback(st, rec, point, restore, "fuzz", "fuzz", m.now)
+		eff, err = PlanRollback(st, rec, point, restore, "fuzz", "fuzz", m.now)
 		if isHead && err != nil {
 			m.t.Fatalf("%s: rolling back the head failed: %v\n%s", what, err, strings.Join(m.log, "\n"))
 		}

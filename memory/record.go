@@ -3,6 +3,12 @@
 // decision into a state transition. It does no I/O of its own: storage,
 // policy evaluation, notifications and metrics are interfaces implemented by
 // other packages (store, policy, notify, metrics).
+//
+// The rules are pure functions of a slot's state (transitions.go):
+// PlanSubmit, PlanApprove, PlanReject and PlanRollback return the effects
+// a transition would have, and the Governor's methods of the same verbs
+// (Submit, Approve, Reject, Rollback) load the state, ask policy, apply
+// those effects in one transaction and tell the rest of the system.
 package memory
 
 import (

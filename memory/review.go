@@ -76,9 +76,9 @@ func (g *Governor) decide(ctx context.Context, id string, rv Review, approve boo
 		}
 		var eff Effects
 		if approve {
-			eff, err = Approve(st, rec, rv, now)
+			eff, err = PlanApprove(st, rec, rv, now)
 		} else {
-			eff, err = Reject(st, rec, rv, now)
+			eff, err = PlanReject(st, rec, rv, now)
 		}
 		if ErrorCode(err) == ESTALE {
 			staleErr = err

@@ -73,7 +73,7 @@ func (g *Governor) rollbackRecord(tx Tx, st SlotState, id string, res *RollbackR
 		return st, err
 	}
 	if st.Head == nil || st.Head.ID != id {
-		_, err := Rollback(st, rec, nil, nil, reason, by, now)
+		_, err := PlanRollback(st, rec, nil, nil, reason, by, now)
 		if err == nil {
 			err = Errorf(ECONFLICT, "memory %s is not the slot's head", id)
 		}
@@ -95,7 +95,7 @@ func (g *Governor) rollbackHead(tx Tx, st SlotState, res *RollbackResult, reason
 	if err != nil {
 		return st, err
 	}
-	eff, err := Rollback(st, head, point, restore, reason, by, now)
+	eff, err := PlanRollback(st, head, point, restore, reason, by, now)
 	if err != nil {
 		return st, err
 	}

@@ -74,7 +74,7 @@ func TestRejectKeepsNoSecret(t *testing.T) {
 		Summary: "SECRET-s", Value: json.RawMessage(`"SECRET-v"`), Metadata: map[string]any{"m": "SECRET-m"},
 		Actor: Actor{AgentID: "SECRET-a", UserID: "bob"}, Evidence: Evidence{Excerpt: "SECRET-e", SourceRef: "SECRET-r"}}
 	d := withSecrets(Decision{Action: ActionApply, Risk: RiskLow}, ScanRecord(fakeScanner{}, rec))
-	eff, out, err := Submit(SlotState{}, rec, d, t0)
+	eff, out, err := PlanSubmit(SlotState{}, rec, d, t0)
 	if err != nil || out != OutcomeRefused {
 		t.Fatalf("%s, %v", out, err)
 	}
@@ -188,7 +188,7 @@ func TestRejectKeepsNoPII(t *testing.T) {
 	}
 	rec := newRec()
 	d := withSecrets(Decision{Action: ActionReject, Risk: RiskHigh, Reasons: []Reason{{Rule: RulePIIDetected, Message: "m"}}}, ScanRecord(fakeScanner{}, rec))
-	eff, out, err := Submit(SlotState{}, rec, d, t0)
+	eff, out, err := PlanSubmit(SlotState{}, rec, d, t0)
 	if err != nil || out != OutcomeRefused {
 		t.Fatalf("%s, %v", out, err)
 	}
@@ -201,7 +201,7 @@ func TestRejectKeepsNoPII(t *testing.T) {
 
 	rec = newRec()
 	d = withSecrets(Decision{Action: ActionReview, Risk: RiskHigh, Reasons: []Reason{{Rule: RulePIIDetected, Message: "m"}}}, ScanRecord(fakeScanner{}, rec))
-	eff, out, err = Submit(SlotState{}, rec, d, t0)
+	eff, out, err = PlanSubmit(SlotState{}, rec, d, t0)
 	if err != nil || out != OutcomeParked {
 		t.Fatalf("%s, %v", out, err)
 	}

@@ -146,7 +146,7 @@ func (g *Governor) commit(ctx context.Context, w *write, now time.Time, unlockFa
 		}
 		repeated = false
 		st, dec, in := r.st, r.dec, r.input()
-		eff, outcome, err := Submit(st, rec, dec, now)
+		eff, outcome, err := PlanSubmit(st, rec, dec, now)
 		if err != nil {
 			return err
 		}

@@ -75,10 +75,10 @@ const (
 	OutcomeUnchanged Outcome = "unchanged" // it repeated the active version
 )
 
-// Submit decides what happens to a new candidate record in its slot given
+// PlanSubmit decides what happens to a new candidate record in its slot given
 // the policy decision. rec carries its id, slot id and content; Submit sets
 // everything policy and time decide.
-func Submit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Outcome, error) {
+func PlanSubmit(st SlotState, rec *Record, dec Decision, now time.Time) (Effects, Outcome, error) {
 	var eff Effects
 	rec = rec.Clone()
 	rec.CreatedAt = now
@@ -200,11 +200,11 @@ func activate(eff *Effects, slot *Slot, head, rec *Record, now time.Time) *Event
 	return ev
 }
 
-// Approve applies a parked write. In override mode it is a compare-and-swap:
+// PlanApprove applies a parked write. In override mode it is a compare-and-swap:
 // if the slot's head is no longer the one the write meant to replace it
 // fails with ESTALE and changes nothing (see Restale). In append mode the
 // record moves to a slot of its own and replaces nothing.
-func Approve(st SlotState, rec *Record, rv Review, now time.Time) (Effects, error) {
+func PlanApprove(st SlotState, rec *Record, rv Review, now time.Time) (Effects, error) {
 	var eff Effects
 	if rec.Status != StatusPending {
 		return eff, Errorf(EDECIDED, "memory %s was already decided (%s)", rec.ID, rec.Status)
@@ -251,8 +251,8 @@ func Approve(st SlotState, rec *Record, rv Review, now time.Time) (Effects, erro
 	return eff, nil
 }
 
-// Reject denies a parked write.
-func Reject(st SlotState, rec *Record, rv Review, now time.Time) (Effects, error) {
+// PlanReject denies a parked write.
+func PlanReject(st SlotState, rec *Record, rv Review, now time.Time) (Effects, error) {
 	var eff Effects
 	if rec.Status != StatusPending {
 		return eff, Errorf(EDECIDED, "memory %s was already decided (%s)", rec.ID, rec.Status)
@@ -293,12 +293,12 @@ func Restale(st SlotState, rec *Record, dec Decision, by string, now time.Time) 
 	return eff
 }
 
-// Rollback undoes the slot's head version: it becomes rolled_back and the
+// PlanRollback undoes the slot's head version: it becomes rolled_back and the
 // version its rollback point names becomes the head again. restore is that
 // version after skipping versions that were themselves rolled back (nil for
 // an empty slot). Rolling back anything but the head needs a cascade, which
 // the caller runs as repeated Rollbacks of the head.
-func Rollback(st SlotState, rec *Record, point *RollbackPoint, restore *Record, reason, by string, now time.Time) (Effects, error) {
+func PlanRollback(st SlotState, rec *Record, point *RollbackPoint, restore *Record, reason, by string, now time.Time) (Effects, error) {
 	var eff Effects
 	switch rec.Status {
 	case StatusActive, StatusDeleted:

@@ -63,7 +63,7 @@ func TestSubmitTransitions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			eff, out, err := Submit(tc.st, tc.cand, dec(tc.action), t0)
+			eff, out, err := PlanSubmit(tc.st, tc.cand, dec(tc.action), t0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +109,7 @@ func TestSubmitTransitions(t *testing.T) {
 func TestSubmitDeleteOfNothing(t *testing.T) {
 	c := rec("c", "", "")
 	c.Op = OpDelete
-	_, _, err := Submit(SlotState{}, c, dec(ActionApply), t0)
+	_, _, err := PlanSubmit(SlotState{}, c, dec(ActionApply), t0)
 	if ErrorCode(err) != ENOTFOUND {
 		t.Fatalf("delete in an empty slot: %v, want not found", err)
 	}
@@ -147,9 +147,9 @@ func TestApproveAndRejectTransitions(t *testing.T) {
 			var eff Effects
 			var err error
 			if tc.reject {
-				eff, err = Reject(tc.st, tc.r, Review{By: "alice"}, t0)
+				eff, err = PlanReject(tc.st, tc.r, Review{By: "alice"}, t0)
 			} else {
-				eff, err = Approve(tc.st, tc.r, Review{By: "alice", Mode: tc.mode}, t0)
+				eff, err = PlanApprove(tc.st, tc.r, Review{By: "alice", Mode: tc.mode}, t0)
 			}
 			if ErrorCode(err) != tc.code {
 				t.Fatalf("error %v, want code %q", err, tc.code)
@@ -185,7 +185,7 @@ func TestRollbackTransition(t *testing.T) {
 	v2.Supersedes, v2.RollbackPoint = "v1", RollbackPointID("v2")
 	point := &RollbackPoint{ID: RollbackPointID("v2"), RecordID: "v2", Replaced: "v1"}
 
-	eff, err := Rollback(SlotState{Slot: slot, Head: v2}, v2, point, v1, "wrong", "ops", t0)
+	eff, err := PlanRollback(SlotState{Slot: slot, Head: v2}, v2, point, v1, "wrong", "ops", t0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestRollbackTransition(t *testing.T) {
 		{rec("x", "", StatusPending), ECONFLICT}, // never applied
 		{rec("y", "", StatusRolledBack), ECONFLICT},
 	} {
-		if _, err := Rollback(SlotState{Slot: slot, Head: v2}, tc.r, point, nil, "", "", t0); ErrorCode(err) != tc.code {
+		if _, err := PlanRollback(SlotState{Slot: slot, Head: v2}, tc.r, point, nil, "", "", t0); ErrorCode(err) != tc.code {
 			t.Fatalf("rollback of %s (%s): %v, want %s", tc.r.ID, tc.r.Status, err, tc.code)
 		}
 	}
