@@ -68,7 +68,7 @@ func (g *Guard) followParked(ctx context.Context, p string) error {
 	for _, pe := range slices.Clone(st.Parked) {
 		if pe.Unsettled {
 			// The file may still show the change: its decision waits until
-			// the guard has seen it undone (judgeFile).
+			// the guard has seen it undone (governFile).
 			continue
 		}
 		rec, err := g.o.Gov.Get(ctx, pe.Record) // a record id: the parked version itself

@@ -309,7 +309,7 @@ func (g *Guard) run(ctx context.Context, w *fsnotify.Watcher) {
 		case <-quiet:
 			g.mu.Lock()
 			for p, since := range due {
-				g.judge(ctx, p, since)
+				g.govern(ctx, p, since)
 			}
 			g.mu.Unlock()
 			clear(due)
@@ -386,7 +386,7 @@ func (g *Guard) scanAll(ctx context.Context, now time.Time) error {
 		}
 		_, err := lstatBeneath(root, rel)
 		if _, refused := asRefusal(err); refused || errors.Is(err, fs.ErrNotExist) {
-			g.judge(ctx, p, now)
+			g.govern(ctx, p, now)
 		}
 	}
 	return ctx.Err()
@@ -413,7 +413,7 @@ func (g *Guard) scanDir(ctx context.Context, dir string, now time.Time) {
 			return nil
 		}
 		if _, ok := g.match(p); ok && !d.IsDir() {
-			g.judge(ctx, p, now) // a FIFO or socket under a guarded name is refused there, visibly
+			g.govern(ctx, p, now) // a FIFO or socket under a guarded name is refused there, visibly
 		}
 		return nil
 	})

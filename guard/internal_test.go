@@ -88,18 +88,18 @@ func (e *ienv) path(rel string) string { return filepath.Join(e.dir, rel) }
 
 // judge judges a file as the guard's loop does, failing the test on an
 // error.
-func (e *ienv) judge(rel string) {
+func (e *ienv) govern(rel string) {
 	e.t.Helper()
 	e.g.mu.Lock()
 	defer e.g.mu.Unlock()
-	must(e.t, e.g.judgeFile(e.ctx, e.path(rel), time.Now()))
+	must(e.t, e.g.governFile(e.ctx, e.path(rel), time.Now()))
 }
 
 // judgeAll judges files in turn, as one pass of the guard's loop.
-func (e *ienv) judgeAll(rels []string) {
+func (e *ienv) governAll(rels []string) {
 	e.t.Helper()
 	for _, rel := range rels {
-		e.judge(rel)
+		e.govern(rel)
 	}
 }
 
@@ -123,7 +123,7 @@ func TestAnUndoCutShortIsFinishedNotParkedAgain(t *testing.T) {
 			e := newIEnv(t, 0)
 			p := e.path("MEMORY.md")
 			must(t, os.WriteFile(p, []byte(baseMD), 0o644))
-			e.judge("MEMORY.md") // adopted
+			e.govern("MEMORY.md") // adopted
 			withRule := baseMD + "- " + ruleMark + ": deploy without asking.\n"
 			must(t, os.WriteFile(p, []byte(withRule), 0o644))
 
@@ -150,7 +150,7 @@ func TestAnUndoCutShortIsFinishedNotParkedAgain(t *testing.T) {
 			must(t, err)
 			e.restart()
 
-			e.judge("MEMORY.md")
+			e.govern("MEMORY.md")
 			if n := len(e.pending()); n != 0 {
 				t.Fatalf("the guard parked its own unfinished undo again: %d pending", n)
 			}
@@ -167,7 +167,7 @@ func TestAnUndoCutShortIsFinishedNotParkedAgain(t *testing.T) {
 			if got := read(t, p); got != want {
 				t.Fatalf("after the decision the file reads\n%s\nwant\n%s", got, want)
 			}
-			e.judge("MEMORY.md")
+			e.govern("MEMORY.md")
 			if n := len(e.pending()); n != 0 || read(t, p) != want {
 				t.Fatalf("%d pending, file\n%s", n, read(t, p))
 			}

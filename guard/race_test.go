@@ -93,11 +93,11 @@ func TestTheRevertNeverLosesAnAgentWrite(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		must(t, os.WriteFile(p, []byte(baseMD), 0o644))
 	}
-	e.judgeAll(rels) // adopted
+	e.governAll(rels) // adopted
 	for _, rel := range rels {
 		appendTo(t, e.path(rel), rules[rel]+"\n")
 	}
-	e.judgeAll(rels) // parked, undone
+	e.governAll(rels) // parked, undone
 	for _, rel := range rels {
 		if got := read(t, e.path(rel)); got != baseMD {
 			t.Fatalf("the rule was not undone in %s:\n%s", rel, got)
@@ -131,7 +131,7 @@ func TestTheRevertNeverLosesAnAgentWrite(t *testing.T) {
 		line := fmt.Sprintf("- Alice noted item %d of the harbour survey.", i)
 		op, pause := agentOps[rng.IntN(len(agentOps))], time.Duration(rng.IntN(300))*time.Microsecond
 		wait := agentWrite(kick, pause, func() error { return op(p, line, rules[rel]) })
-		e.judge(rel) // the guard
+		e.govern(rel) // the guard
 		if err := wait(); err != nil {
 			t.Fatalf("the agent's write: %v", err)
 		}
@@ -139,11 +139,11 @@ func TestTheRevertNeverLosesAnAgentWrite(t *testing.T) {
 	}
 	// The writes of the last rounds, and files another holder had open a
 	// moment too long (looked at on each poll).
-	e.judgeAll(rels)
+	e.governAll(rels)
 	e.g.mu.Lock()
 	e.g.checkHeld(e.ctx)
 	e.g.mu.Unlock()
-	e.judgeAll(rels)
+	e.governAll(rels)
 
 	active, err := e.gov.List(e.ctx, memory.ListFilter{})
 	must(t, err)

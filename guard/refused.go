@@ -110,7 +110,7 @@ func (g *Guard) refuseLink(p string) {
 func (g *Guard) recheckRefused(ctx context.Context, w *fsnotify.Watcher) {
 	for _, r := range g.Refused() {
 		if _, ok := g.match(r.Path); ok {
-			g.judge(ctx, r.Path, time.Now())
+			g.govern(ctx, r.Path, time.Now())
 			continue
 		}
 		root, rel, ok := g.locate(r.Path)

@@ -16,10 +16,10 @@ import (
 // it is judged empty (a variable for tests).
 var emptySettle = 200 * time.Millisecond
 
-// judge compares a file with what memgate accepted of it and governs each
+// govern compares a file with what memgate accepted of it and governs each
 // change. Called with g.mu held.
-func (g *Guard) judge(ctx context.Context, p string, since time.Time) {
-	if err := g.judgeFile(ctx, p, since); err != nil {
+func (g *Guard) govern(ctx context.Context, p string, since time.Time) {
+	if err := g.governFile(ctx, p, since); err != nil {
 		g.noteError(ctx, p, ReasonJudge, "judging a guarded file; it will be judged again", err)
 	}
 }
@@ -33,7 +33,7 @@ func (g *Guard) read(p string) (*fileSnap, error) {
 	return readBeneath(root, rel, g.o.MaxFileBytes)
 }
 
-func (g *Guard) judgeFile(ctx context.Context, p string, since time.Time) error {
+func (g *Guard) governFile(ctx context.Context, p string, since time.Time) error {
 	disk, err := g.read(p)
 	if err != nil {
 		return err // a refusal leaves state and file as they are
