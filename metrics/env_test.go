@@ -3,13 +3,13 @@ package metrics_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/store"
@@ -34,24 +34,6 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
 }
 
-// clock is a test clock that moves only when told to.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // env is a Governor on a real Badger directory with metrics on a fresh registry.
 type env struct {
 	t     *testing.T
@@ -60,13 +42,13 @@ type env struct {
 	m     *metrics.Metrics
 	st    *store.Store
 	gov   *memory.Governor
-	clock *clock
+	clock *testkit.Clock
 }
 
 func newEnv(t *testing.T, cls memory.Classifier, opts ...func(*memory.Options)) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), reg: prometheus.NewRegistry(),
-		clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}}
+		clock: testkit.NewClock(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
 	m, err := metrics.New(e.reg)
 	if err != nil {
 		t.Fatal(err)

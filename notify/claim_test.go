@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	"github.com/memgate/memgate/store"
@@ -19,7 +20,7 @@ import (
 // no live lease, oldest first, in one step), on a clock the test moves.
 type leasingStore struct {
 	*store.Store
-	clock *fakeClock
+	clock *testkit.Clock
 
 	mu     sync.Mutex
 	leases map[string]lease // notice id → its last lease
@@ -33,7 +34,7 @@ type lease struct {
 
 var _ notify.Claimer = (*leasingStore)(nil)
 
-func newLeasingStore(st *store.Store, clock *fakeClock) *leasingStore {
+func newLeasingStore(st *store.Store, clock *testkit.Clock) *leasingStore {
 	return &leasingStore{Store: st, clock: clock, leases: map[string]lease{}}
 }
 
@@ -105,7 +106,7 @@ func (d *deliveries) all() []delivery {
 func TestSharedOutboxDeliversEachNoticeOnce(t *testing.T) {
 	e := newEnv(t, quickOpts)
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Now().UTC()}
+	clock := testkit.NewClock(time.Now().UTC())
 	shared := newLeasingStore(e.st, clock)
 	var got deliveries
 	for _, name := range []string{"a", "b"} {
@@ -165,7 +166,7 @@ func TestSharedOutboxDeliversEachNoticeOnce(t *testing.T) {
 func TestSharedOutboxLeavesAnotherOutboxesNotices(t *testing.T) {
 	e := newEnv(t, quickOpts)
 	ctx := context.Background()
-	clock := &fakeClock{now: time.Now().UTC()}
+	clock := testkit.NewClock(time.Now().UTC())
 	shared := newLeasingStore(e.st, clock)
 	r := e.park("alpha")
 	if held, err := shared.ClaimNotices(ctx, "dead instance", time.Minute, 10); err != nil || len(held) != 1 {
@@ -201,7 +202,7 @@ func TestRemindersOfSeveralInstancesGoOutOnce(t *testing.T) {
 	e := newEnv(t, quickOpts)
 	ctx := context.Background()
 	waiting := e.park("alpha")
-	clock := &fakeClock{now: time.Now().UTC()}
+	clock := testkit.NewClock(time.Now().UTC())
 	shared := newLeasingStore(e.st, clock)
 	var rems []*notify.Reminder
 	for range 2 {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 )
@@ -19,7 +20,7 @@ import (
 // a backoff that grows to Backoff.Max, each attempt is counted, and once
 // the settings are fixed RetryNow delivers it without waiting the backoff out.
 func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
-	clk := &fakeClock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	reg := prometheus.NewRegistry()
 	opts := notify.OutboxOptions{Poll: time.Hour, Now: clk.Now, Metrics: notify.NewMetrics(reg),
 		Backoff: notify.Backoff{Initial: time.Minute, Max: 5 * time.Minute}}
@@ -80,7 +81,7 @@ func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
 // know) reschedules that notice alone: with an hour's backoff, a notice of
 // another record is still delivered at once.
 func TestOutboxThisNoticeOnlyFailureHoldsNoOneUp(t *testing.T) {
-	clk := &fakeClock{now: time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)}
+	clk := testkit.NewClock(time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC))
 	e := newEnv(t, notify.OutboxOptions{Poll: time.Hour, Now: clk.Now,
 		Backoff: notify.Backoff{Initial: time.Hour, Max: time.Hour}})
 	first := e.park("alpha")

@@ -2,30 +2,13 @@ package notify_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func TestReminderReannouncesAndNeverDecides(t *testing.T) {
 	e := newEnv(t, quickOpts)
@@ -35,7 +18,7 @@ func TestReminderReannouncesAndNeverDecides(t *testing.T) {
 	if _, err := e.gov.Reject(ctx, decided.ID, memory.Review{By: "cli", Route: "cli"}); err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{now: time.Now().UTC()}
+	clock := testkit.NewClock(time.Now().UTC())
 	rem := notify.NewReminder(notify.ReminderOptions{Store: e.st, KV: e.st, After: time.Hour, Now: clock.Now, Waker: e.outbox})
 	check := func(want int) {
 		t.Helper()

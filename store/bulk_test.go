@@ -15,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -150,7 +151,7 @@ func newBulkWorld(t *testing.T, plain bool, batch int) *bulkWorld {
 	t.Cleanup(func() { st.Close() })
 	var n atomic.Int64
 	newID := func() string { return fmt.Sprintf("01K%023d", n.Add(1)) }
-	clk := &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	clk := testkit.NewTicking(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Millisecond)
 	var ms memory.Store = st
 	if plain {
 		ms = plainStore{st}

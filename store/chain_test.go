@@ -11,6 +11,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storetest"
 )
@@ -222,7 +223,7 @@ func TestAuditVerifyWhileWritesGoOn(t *testing.T) {
 	}
 	defer st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 	chainEvents(t, st, 2000) // a chain long enough to take a while to read
 	const writers = 4
 	done := make(chan error, writers)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -44,12 +45,6 @@ var (
 	plenty = uint64(10 << 30)
 	full   = uint64(testReserve - 1<<20)
 )
-
-func applyAll() memory.Classifier {
-	return memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
-		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-	})
-}
 
 func openGuarded(t *testing.T, o Options) *Store {
 	t.Helper()
@@ -115,7 +110,7 @@ func TestFullDiskRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 			o := mode.o
 			o.Dir, o.FreeSpace, o.DiskReserve = t.TempDir(), disk.FreeSpace, testReserve
 			st := openGuarded(t, o)
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 			var acked []string
 			for i := range 5 {
 				res, err := gov.Submit(ctx, fact(i))
@@ -185,7 +180,7 @@ func TestFullDiskRefusesWritesKeepsReadsAndRecovers(t *testing.T) {
 			}
 			st = openGuarded(t, o)
 			defer st.Close()
-			gov = memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+			gov = memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 			recs, err := gov.List(ctx, memory.ListFilter{SubjectID: "alice"})
 			if err != nil || len(recs) != len(acked) {
 				t.Fatalf("after a restart: %d records (want %d), %v", len(recs), len(acked), err)
@@ -327,7 +322,7 @@ func TestOpenOnFullDiskIsReadOnly(t *testing.T) {
 	disk := newFakeDisk(plenty)
 	o := Options{Dir: dir, FreeSpace: disk.FreeSpace, DiskReserve: testReserve, GroupCommit: true}
 	st := openGuarded(t, o)
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 	var ids []string
 	for i := range 20 {
 		res, err := gov.Submit(ctx, fact(i))
@@ -350,7 +345,7 @@ func TestOpenOnFullDiskIsReadOnly(t *testing.T) {
 	if !strings.Contains(err.Error(), "started read-only") || !strings.Contains(err.Error(), "restart") {
 		t.Fatalf("Writable should say the store started read-only and needs a restart: %v", err)
 	}
-	gov = memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	gov = memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 	for _, id := range ids {
 		if r, err := gov.Get(ctx, id); err != nil || r.Status != memory.StatusActive {
 			t.Fatalf("read %s from a read-only store: %+v, %v", id, r, err)
@@ -382,7 +377,7 @@ func TestOpenOnFullDiskIsReadOnly(t *testing.T) {
 	if err := st.Writable(); err != nil {
 		t.Fatalf("after a restart with space: %v", err)
 	}
-	gov = memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	gov = memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 	if _, err := gov.Submit(ctx, fact(100)); err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +394,7 @@ func TestOpenOnFullDiskAfterUncleanShutdown(t *testing.T) {
 	ctx := context.Background()
 	disk := newFakeDisk(plenty)
 	st := openGuarded(t, Options{Dir: t.TempDir(), FreeSpace: disk.FreeSpace, DiskReserve: testReserve})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 	var ids []string
 	for i := range 10 {
 		res, err := gov.Submit(ctx, fact(i))
@@ -427,7 +422,7 @@ func TestOpenOnFullDiskAfterUncleanShutdown(t *testing.T) {
 	disk.free.Store(plenty)
 	st = openGuarded(t, Options{Dir: crashed, FreeSpace: disk.FreeSpace, DiskReserve: testReserve})
 	defer st.Close()
-	gov = memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	gov = memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 	for _, id := range ids {
 		if _, err := gov.Get(ctx, id); err != nil {
 			t.Fatalf("acknowledged write %s lost in the crash: %v", id, err)
@@ -523,7 +518,7 @@ func TestRealFullFilesystemIsAnErrorNotACrash(t *testing.T) {
 	t.Logf("reserve with 1 MiB memtables: %s", mib(reserve))
 	filler := filepath.Join(mnt, "filler")
 	fill(t, filler, reserve+6<<20)
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 
 	var acked []string
 	var keys [][]byte
@@ -557,7 +552,7 @@ func TestRealFullFilesystemIsAnErrorNotACrash(t *testing.T) {
 	}
 	checkReads := func(st *Store) {
 		t.Helper()
-		gov := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll()})
+		gov := memory.NewGovernor(memory.Options{Store: st, Classifier: testkit.ApplyAll})
 		for _, id := range acked {
 			if _, err := gov.Get(ctx, id); err != nil {
 				t.Fatalf("acknowledged write %s: %v", id, err)

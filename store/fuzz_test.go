@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -44,7 +45,7 @@ func fuzzGovernor(t *testing.T) *memory.Governor {
 			fuzzEnv.err = err
 			return
 		}
-		c := &clock{now: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)}
+		c := testkit.NewTicking(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), time.Millisecond)
 		fuzzEnv.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(fuzzPolicy),
 			Now: c.Now, Outbox: true, BatchSlots: 3})
 	})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -40,24 +41,12 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Millisecond)
-	return c.now
-}
-
 type env struct {
 	t     *testing.T
 	dir   string
 	st    *store.Store
 	gov   *memory.Governor
-	clock *clock
+	clock *testkit.Clock
 	cls   memory.Classifier
 }
 
@@ -69,7 +58,7 @@ func newEnv(t *testing.T) *env {
 // newEnvWith is newEnv with another classifier.
 func newEnvWith(t *testing.T, cls memory.Classifier) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), clock: &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}, cls: cls}
+	e := &env{t: t, dir: t.TempDir(), clock: testkit.NewTicking(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Millisecond), cls: cls}
 	e.open()
 	t.Cleanup(func() { e.st.Close() })
 	return e

@@ -6,20 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
 
 // retentionWorld is a Badger store on disk and a governor on a clock the
 // test moves.
-func retentionWorld(t *testing.T) (*store.Store, *memory.Governor, *clock) {
+func retentionWorld(t *testing.T) (*store.Store, *memory.Governor, *testkit.Clock) {
 	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clk := testkit.NewTicking(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
 	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: clk.Now}), clk
 }
 
@@ -51,9 +52,7 @@ func TestRetentionPurgesOldVersionsOnly(t *testing.T) {
 	if err != nil || res.Purged != 0 {
 		t.Fatalf("a pass before the retention ran out: %+v %v", res, err)
 	}
-	clk.mu.Lock()
-	clk.now = clk.now.Add(91 * 24 * time.Hour)
-	clk.mu.Unlock()
+	clk.Advance(91 * 24 * time.Hour)
 	// Bounded: one version a round.
 	res, err = gov.RetentionPass(ctx, rules, 1)
 	if err != nil || res.Purged != 1 || res.Behind != 2 {
@@ -99,7 +98,7 @@ func TestExpiredMemoriesLeaveTheActiveLayer(t *testing.T) {
 	ctx := context.Background()
 	_, gov, clk := retentionWorld(t)
 	out, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "p", Summary: "sale ends friday",
-		ExpiresAt: clk.now.Add(48 * time.Hour)})
+		ExpiresAt: clk.Now().Add(48 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,9 +108,7 @@ func TestExpiredMemoriesLeaveTheActiveLayer(t *testing.T) {
 	if res, err := gov.RetentionPass(ctx, memory.Retention{}, 100); err != nil || res.Expired != 0 {
 		t.Fatalf("before the expiry: %+v %v", res, err)
 	}
-	clk.mu.Lock()
-	clk.now = clk.now.Add(49 * time.Hour)
-	clk.mu.Unlock()
+	clk.Advance(49 * time.Hour)
 	if res, err := gov.RetentionPass(ctx, memory.Retention{}, 100); err != nil || res.Expired != 1 {
 		t.Fatalf("after the expiry: %+v %v", res, err)
 	}

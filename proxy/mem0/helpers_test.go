@@ -14,11 +14,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/facts"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
@@ -61,18 +61,6 @@ func isChitChat(text string) bool {
 	return false
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(time.Millisecond)
-	return c.now
-}
-
 type env struct {
 	t     *testing.T
 	cls   memory.Classifier
@@ -82,7 +70,7 @@ type env struct {
 	h     *Handler
 	srv   *httptest.Server
 	opts  Options
-	clock *clock
+	clock *testkit.Clock
 
 	// pg is the database URL the env runs on (startEnv); empty: Badger
 	// in dir. closeStore closes whichever store is open.
@@ -128,7 +116,7 @@ func newFactsEnv(t *testing.T, cls memory.Classifier) *env {
 func serveEnv(e *env, with ...func(*Options)) *env {
 	t := e.t
 	t.Helper()
-	e.clock = &clock{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+	e.clock = testkit.NewTicking(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Millisecond)
 	for _, w := range with {
 		w(&e.opts)
 	}

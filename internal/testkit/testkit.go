@@ -1,0 +1,50 @@
+// Package testkit holds the test doubles several of memgate's packages
+// use: a clock that moves only when told to (or a step at each reading),
+// and classifiers that decide every write alike. Tests only.
+package testkit
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+// Clock is a test clock, safe for concurrent use.
+type Clock struct {
+	mu   sync.Mutex
+	now  time.Time
+	tick time.Duration
+}
+
+// NewClock returns a clock at start that moves only with Advance.
+func NewClock(start time.Time) *Clock { return &Clock{now: start} }
+
+// NewTicking returns a clock at start that moves tick forward before each
+// reading, so that every reading is later than the one before (ids and
+// times that must differ do).
+func NewTicking(start time.Time, tick time.Duration) *Clock {
+	return &Clock{now: start, tick: tick}
+}
+
+// Now returns the clock's time (a ticking clock moves first).
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.tick)
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// ApplyAll is a classifier that applies every write at low risk.
+var ApplyAll memory.Classifier = memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
+	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Categories: []string{},
+		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
+})

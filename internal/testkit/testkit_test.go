@@ -1,0 +1,32 @@
+package testkit
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/memgate/memgate/memory"
+)
+
+func TestClocks(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	c := NewClock(t0)
+	if c.Now() != t0 || c.Now() != t0 {
+		t.Error("a still clock moved by itself")
+	}
+	c.Advance(time.Hour)
+	if c.Now() != t0.Add(time.Hour) {
+		t.Errorf("advanced an hour: %v", c.Now())
+	}
+	tk := NewTicking(t0, time.Millisecond)
+	if a, b := tk.Now(), tk.Now(); !b.After(a) || a != t0.Add(time.Millisecond) {
+		t.Errorf("a ticking clock read %v then %v", a, b)
+	}
+}
+
+func TestApplyAll(t *testing.T) {
+	d, err := ApplyAll.Classify(context.Background(), &memory.PolicyInput{Candidate: &memory.Record{}})
+	if err != nil || d.Action != memory.ActionApply || d.Risk != memory.RiskLow {
+		t.Errorf("ApplyAll: %+v, %v", d, err)
+	}
+}
