@@ -198,19 +198,25 @@ var notValues = map[string]bool{
 	"changeme": true, "password": true, "onepassword": true,
 }
 
+// namesNoValue reports whether value, though it has digits or symbols,
+// is something other than a credential: a placeholder, a known non-value
+// (1Password, N/A), a date or version, a code reference, an e-mail
+// address, a key path, a URL or a file path.
+func namesNoValue(value string) bool {
+	return notValues[strings.ToLower(value)] || placeholder(value) ||
+		datelike.MatchString(strings.ToLower(value)) ||
+		codeRef.MatchString(value) || emailLike.MatchString(value) || keyPath.MatchString(value) ||
+		strings.Contains(value, "://") || strings.HasPrefix(value, "/") ||
+		strings.HasPrefix(value, "~/") || strings.HasPrefix(value, "./") ||
+		strings.HasPrefix(value, "../") || strings.HasSuffix(value, "(")
+}
+
 // credentialValue reports whether value looks like a credential rather
 // than prose, a placeholder, a date, a path or a code reference. It wants
 // at least 6 characters and a digit, a symbol or mixed case.
 func credentialValue(value string, numericOK bool) bool {
 	value = strings.TrimRight(value, ".:)]")
-	if utf8.RuneCountInString(value) < 6 || notValues[strings.ToLower(value)] {
-		return false
-	}
-	if placeholder(value) || datelike.MatchString(strings.ToLower(value)) ||
-		codeRef.MatchString(value) || emailLike.MatchString(value) || keyPath.MatchString(value) ||
-		strings.Contains(value, "://") || strings.HasPrefix(value, "/") ||
-		strings.HasPrefix(value, "~/") || strings.HasPrefix(value, "./") ||
-		strings.HasPrefix(value, "../") || strings.HasSuffix(value, "(") {
+	if utf8.RuneCountInString(value) < 6 || namesNoValue(value) {
 		return false
 	}
 	var digit, symbol, letter, nonDigit bool
