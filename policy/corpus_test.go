@@ -34,10 +34,12 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // the aside sources lost a third of their reviews: a second raise. The
 // team's second tuning set (team_written2) then took it to 6 and 4: a
 // third, one high-risk text. The gate reading the risk and poisoning
-// heads only took holdout from 5 over-reviewed to 3.)
+// heads only took holdout from 5 over-reviewed to 3. The secret scanner's
+// rules for credentials in prose, issue 25, took holdout from 2 secrets
+// stored to 0 and holdout2 from 1 to 0.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
-	"holdout":  {3, 2, 3},
-	"holdout2": {6, 1, 4},
+	"holdout":  {3, 0, 3},
+	"holdout2": {6, 0, 4},
 }
 
 func readCorpus(t testing.TB, part string) []policy.Example {
