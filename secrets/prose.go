@@ -172,10 +172,37 @@ var keyInlineAnchors = keywordAnchors(compoundWords, "key", "token", "secret",
 // keyAnchors drops the anchors of tokens that page through or order
 // requests rather than grant access: "--next-token abCD...", "page token
 // 9f4d...", "change token 12cs...".
+// It also drops those with no run of 12 letters and digits holding a
+// digit close after them, which keyMaterial needs: keywords are common in
+// prose, and a regular expression run at each costs more than this look.
 func keyAnchors(lower string) []int {
+	if !hasAlnumRun(lower) {
+		return nil
+	}
 	return slices.DeleteFunc(keyInlineAnchors(lower), func(at int) bool {
-		return handleWords[wordBefore(lower, at)] || slices.ContainsFunc(identParts(lower, at), func(w string) bool { return handleWords[w] })
+		return !hasAlnumRun(lower[at:min(len(lower), at+maxSpan)]) || handleWords[wordBefore(lower, at)] ||
+			slices.ContainsFunc(identParts(lower, at), func(w string) bool { return handleWords[w] })
 	})
+}
+
+// hasAlnumRun reports whether lower holds 12 ASCII letters and digits in
+// a row, one of them a digit.
+func hasAlnumRun(lower string) bool {
+	n, digit := 0, false
+	for i := 0; i < len(lower); i++ {
+		switch c := lower[i]; {
+		case c >= '0' && c <= '9':
+			n, digit = n+1, true
+		case c >= 'a' && c <= 'z':
+			n++
+		default:
+			n, digit = 0, false
+		}
+		if n >= 12 && digit {
+			return true
+		}
+	}
+	return false
 }
 
 // handleWords name tokens that are handles, not credentials.
@@ -254,7 +281,7 @@ func randomRun(s string) bool {
 var passwordClause = rule{
 	id:       "password-clause",
 	keywords: passwordAssignment.keywords,
-	anchors:  clauseAnchors(passwordAssignment.anchors, "it", "now", "that"),
+	anchors:  clauseAnchors(passwordAssignment.anchors, "it's", "it’s", "it is", "it was", "that's", "that’s", "that is", "that was"),
 	re: regexp.MustCompile(`\A` + assignKeyword +
 		// 2: the rest of the keyword's clause.
 		`([^.!?\n]{0,60}?)` +
@@ -278,7 +305,7 @@ var passwordClause = rule{
 var passwordClauseZH = rule{
 	id:       "password-clause-zh",
 	keywords: passwordAssignmentZH.keywords,
-	anchors:  clauseAnchors(zhKeywordAnchors, "，", ","),
+	anchors:  zhClauseAnchors,
 	re: regexp.MustCompile(`\A(?:[a-z0-9]+[_.-])*` +
 		`(口令|密码|密碼|密钥|密鑰|秘钥|秘鑰|私钥|私鑰|令牌|授权码|` +
 		`(?:api|access|secret|app|client)[ _.-]?(?:key|token|secret)|token|secret|pass(?:word|wd)|pwd|pin)` +
@@ -305,9 +332,65 @@ var passwordClauseZH = rule{
 // keywords are common in prose.
 func clauseAnchors(anchors func(string) []int, marks ...string) func(string) []int {
 	return func(lower string) []int {
+		if !containsAny(lower, marks) {
+			return nil // most texts: no keyword's anchors to compute
+		}
 		return slices.DeleteFunc(anchors(lower), func(at int) bool {
 			w := lower[at:min(len(lower), at+maxSpan)]
 			return !containsAny(w, marks)
 		})
 	}
+}
+
+// zhClauseAnchors keeps the anchors of keywords followed by a clause
+// break (zhClauseBreak) before any sentence end.
+func zhClauseAnchors(lower string) []int {
+	if !hasZHClauseBreak(lower) {
+		return nil
+	}
+	return slices.DeleteFunc(zhKeywordAnchors(lower), func(at int) bool {
+		w := lower[at:min(len(lower), at+maxSpan)]
+		comma := strings.IndexAny(w, "，,；;")
+		return comma < 0 || strings.ContainsAny(w[:comma], "。！？!?\n") || !zhClauseBreak(w[comma:])
+	})
+}
+
+func hasZHClauseBreak(lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		switch lower[i] {
+		case ',', ';', 0xEF: // "，" and "；" begin with 0xEF
+			if zhClauseBreak(lower[i:]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// zhClauseBreak reports whether s begins with a comma or semicolon, then,
+// after an optional adverb (现在, 已经), the first character of one of
+// password-clause-zh's verbs: "，现在是", "，改成了".
+func zhClauseBreak(s string) bool {
+	var ok bool
+	for _, p := range []string{"，", ",", "；", ";"} {
+		if s, ok = strings.CutPrefix(s, p); ok {
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	s = strings.TrimLeft(s, " \t")
+	for _, adverb := range []string{"现在", "目前", "如今", "已经", "已", "新的", "新"} {
+		if rest, ok := strings.CutPrefix(s, adverb); ok {
+			s = strings.TrimLeft(rest, " \t")
+			break
+		}
+	}
+	for _, v := range []string{"是", "为", "為", "改", "换", "換", "变", "设", "重", "更"} {
+		if strings.HasPrefix(s, v) {
+			return true
+		}
+	}
+	return false
 }

@@ -155,3 +155,33 @@ func TestIgnoresProseNearMisses(t *testing.T) {
 		}
 	}
 }
+
+// proseLimits are the limits secrets' doc states for these shapes, as
+// found (true) or not (false), so that the doc stays true: a change that
+// closes a gap or opens one updates both.
+var proseLimits = []struct {
+	text  string
+	found bool
+}{
+	{"I changed the wifi password. It's now Orchid-7741!", false}, // the next sentence
+	{"alice / Orchid-7741!", false},                               // no keyword
+	{"the admin login is admin / admin", false},                   // reads as a word
+	{"creds: bob / Orch77x", false},                               // a half shorter than 8
+	{"login alice, Orchid-7741!", false},                          // a comma between the halves
+	{"login 张伟 / Orchid-7741!", false},                            // a user name in Han
+	{"Mailgun key 3ax6xnjp29jd6fds4gc373sgvjxteol0", false},       // a bare "key"
+	{"the bot token cOFrinLzJmJtFWnrlYQwWjrtxmNHbunT", false},     // no digit
+	{"credentials: client_id/secret_v2x", true},                   // an identifier with a digit
+	{"the token, it's now GPT4-turbo", true},                      // a word with a digit
+	{"session token 3f2504e0-4f89-11d3-9a0c-0305e82c3301", true},  // a UUID named a token
+	{"request id 3f2504e0-4f89-11d3-9a0c-0305e82c3301", false},
+}
+
+func TestProseLimits(t *testing.T) {
+	s := newScanner(t)
+	for _, c := range proseLimits {
+		if got := s.FindSecrets(c.text); (got != nil) != c.found {
+			t.Errorf("%q: got %v, doc says found = %v", c.text, got, c.found)
+		}
+	}
+}
