@@ -281,7 +281,7 @@ func randomRun(s string) bool {
 var passwordClause = rule{
 	id:       "password-clause",
 	keywords: passwordAssignment.keywords,
-	anchors:  clauseAnchors(passwordAssignment.anchors, "it's", "it’s", "it is", "it was", "that's", "that’s", "that is", "that was"),
+	anchors:  clauseAnchors(passwordAssignment.anchors),
 	re: regexp.MustCompile(`\A` + assignKeyword +
 		// 2: the rest of the keyword's clause.
 		`([^.!?\n]{0,60}?)` +
@@ -328,17 +328,39 @@ var passwordClauseZH = rule{
 }
 
 // clauseAnchors keeps the anchors of keywords followed, within maxSpan
-// bytes, by one of marks: a clause rule cannot match elsewhere, and
-// keywords are common in prose.
-func clauseAnchors(anchors func(string) []int, marks ...string) func(string) []int {
+// bytes, by "it's", "it is", "that was" or the like (hasItClause): the
+// clause rule cannot match elsewhere, and keywords are common in prose.
+func clauseAnchors(anchors func(string) []int) func(string) []int {
 	return func(lower string) []int {
-		if !containsAny(lower, marks) {
+		if !hasItClause(lower) {
 			return nil // most texts: no keyword's anchors to compute
 		}
 		return slices.DeleteFunc(anchors(lower), func(at int) bool {
-			w := lower[at:min(len(lower), at+maxSpan)]
-			return !containsAny(w, marks)
+			return !hasItClause(lower[at:min(len(lower), at+maxSpan)])
 		})
+	}
+}
+
+// hasItClause reports whether lower holds "it" or "that" followed by 's,
+// ’s, " is" or " was", as password-clause's expression needs. One search
+// for "t" and a look after it costs less than a search for each form.
+func hasItClause(lower string) bool {
+	for off := 0; ; {
+		i := strings.IndexByte(lower[off:], 't')
+		if i < 0 {
+			return false
+		}
+		p := off + i
+		off = p + 1
+		if !strings.HasSuffix(lower[:p+1], "it") && !strings.HasSuffix(lower[:p+1], "that") {
+			continue
+		}
+		rest := lower[p+1:]
+		for _, v := range []string{"'s", "’s", " is", " was"} {
+			if strings.HasPrefix(rest, v) {
+				return true
+			}
+		}
 	}
 }
 
@@ -356,12 +378,16 @@ func zhClauseAnchors(lower string) []int {
 }
 
 func hasZHClauseBreak(lower string) bool {
-	for i := 0; i < len(lower); i++ {
-		switch lower[i] {
-		case ',', ';', 0xEF: // "，" and "；" begin with 0xEF
-			if zhClauseBreak(lower[i:]) {
+	for _, sep := range []string{"，", ",", "；", ";"} {
+		for off := 0; ; {
+			i := strings.Index(lower[off:], sep)
+			if i < 0 {
+				break
+			}
+			if zhClauseBreak(lower[off+i:]) {
 				return true
 			}
+			off += i + len(sep)
 		}
 	}
 	return false
