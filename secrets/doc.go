@@ -106,6 +106,13 @@
 // detector's on every test text, on strings generated from every rule and
 // on random text.
 //
+// This package's rules run at anchors (a keyword's occurrences), and the
+// rules for prose first look for what every match needs besides the
+// keyword (a slash or colon for a pair, a password keyword after a user,
+// 12 letters and digits for a key, "it's" or a Chinese clause break), so
+// that common words ("user", "token") cost a search, not an expression:
+// together about 0.7 µs per short text and 0.1-0.25 ms per 16 KB.
+//
 // # Known limits
 //
 //   - A password given without a keyword ("it's Orchid-7741!"), or in a

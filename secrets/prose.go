@@ -31,8 +31,8 @@ var credentialPair = rule{
 	id: "credential-pair",
 	keywords: []string{"login", "logon", "log-in", "sign-in", "signin", "cred", "user",
 		"登录", "登陆", "账号", "帐号", "帳號", "账户", "账密", "凭据", "凭证"},
-	anchors: keywordAnchors(nil, "login", "logon", "log-in", "sign-in", "signin", "cred", "user",
-		"登录", "登陆", "账号", "帐号", "帳號", "账户", "账密", "凭据", "凭证"),
+	anchors: needing([]string{"/", ":"}, keywordAnchors(nil, "login", "logon", "log-in", "sign-in", "signin", "cred", "user",
+		"登录", "登陆", "账号", "帐号", "帳號", "账户", "账密", "凭据", "凭证")),
 	re: regexp.MustCompile(`\A(?:[a-z0-9]+[_.-])*` +
 		// 1: the word naming the pair.
 		`(logins?|logon|log-in|sign-in|signin|creds?|credentials?|user(?:name)?[ \t]*/[ \t]*pass(?:word)?|` +
@@ -85,7 +85,8 @@ func userName(user string) bool {
 var userThenPassword = rule{
 	id:       "credential-pair",
 	keywords: []string{"user", "login", "用户名", "账号", "帐号", "帳號", "账户", "登录名"},
-	anchors:  keywordAnchors(nil, "user", "login", "用户名", "账号", "帐号", "帳號", "账户", "登录名"),
+	anchors: needing([]string{"pass", "pw", "密码", "密碼", "口令"},
+		keywordAnchors(nil, "user", "login", "用户名", "账号", "帐号", "帳號", "账户", "登录名")),
 	re: regexp.MustCompile(`\A(?:[a-z0-9]+[_.-])*` +
 		// A verb or a space after the keyword; \b lets a user follow a
 		// Chinese keyword glued ("用户名admin"), never an English one.
@@ -103,6 +104,18 @@ var userThenPassword = rule{
 		}
 		return userName(user) && credentialValue(value, true)
 	},
+}
+
+// needing returns anchors that finds none in a text without any of words,
+// which every match of the rule holds besides its keyword: "user" is
+// common, a user followed by a password keyword or a slash is not.
+func needing(words []string, anchors func(string) []int) func(string) []int {
+	return func(lower string) []int {
+		if !containsAny(lower, words) {
+			return nil
+		}
+		return anchors(lower)
+	}
 }
 
 // labelWords name the fields of a login rather than fill them: in
