@@ -35,10 +35,12 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // team's second tuning set (team_written2) then took it to 6 and 4: a
 // third, one high-risk text. The gate reading the risk and poisoning
 // heads only took holdout from 5 over-reviewed to 3; the team's third
-// tuning set holdout to 2, holdout2 to 4 applied and 3 over-reviewed.)
+// tuning set holdout to 2, holdout2 to 4 applied and 3 over-reviewed. The
+// secret scanner's rules for credentials in prose, issue 25, took holdout
+// from 2 secrets stored to 0 and holdout2 from 1 to 0.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
-	"holdout":  {3, 2, 2},
-	"holdout2": {4, 1, 3},
+	"holdout":  {3, 0, 2},
+	"holdout2": {4, 0, 3},
 }
 
 func readCorpus(t testing.TB, part string) []policy.Example {

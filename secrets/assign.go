@@ -15,6 +15,14 @@ import (
 // yields Kx93!mq2.
 const valueClass = `[!#-&(-+\--:<-_a-~\p{Latin}]`
 
+// assignKeyword is submatch 1 of the English assignment rules: the
+// keyword, with an optional identifier prefix (db_password). A bare "key"
+// is left out: "the cache key is user:42" is no secret. The pass family
+// may be glued to a prefix (pgpassword, rootpwd).
+const assignKeyword = `((?:[a-z0-9]+[_.-])*(?:[a-z0-9]*(?:pass(?:word|phrase|code|wd)|pwd)|pw|pin|` +
+	`(?:api|access|auth|bearer|refresh|session|secret|private|app|client|bot|master|signing|encryption|license)[ _.-]?(?:key|token|secret)(?:[ _.-]?(?:id|secret))?|` +
+	`secret[ _.-]?access[ _.-]?key|token|secret|credentials?))`
+
 // passwordAssignment finds credentials given in English prose or config
 // syntax: "The SMTP password for the mailer is Orchid-7741!",
 // "db_password = Orchid-7741!", "API key: ...", "token was changed to ...".
@@ -22,13 +30,7 @@ var passwordAssignment = rule{
 	id:       "password-assignment",
 	keywords: []string{"pass", "pw", "pin", "key", "token", "secret", "credential"},
 	anchors:  keywordAnchors(compoundWords, "pass", "pw", "pin", "key", "token", "secret", "credential"),
-	re: regexp.MustCompile(`\A` +
-		// 1: the keyword, with an optional identifier prefix (db_password).
-		// A bare "key" is left out: "the cache key is user:42" is no secret.
-		// The pass family may be glued to a prefix (pgpassword, rootpwd).
-		`((?:[a-z0-9]+[_.-])*(?:[a-z0-9]*(?:pass(?:word|phrase|code|wd)|pwd)|pw|pin|` +
-		`(?:api|access|auth|bearer|refresh|session|secret|private|app|client|bot|master|signing|encryption|license)[ _.-]?(?:key|token|secret)(?:[ _.-]?(?:id|secret))?|` +
-		`secret[ _.-]?access[ _.-]?key|token|secret|credentials?))` +
+	re: regexp.MustCompile(`\A` + assignKeyword +
 		// 2: a few words between keyword and verb ("for the mailer").
 		`((?:[ \t]+[a-z0-9'’./-]+){0,5}?)` +
 		`[ \t]*(?:[:=：→]|=>|->|[ \t][-–—][ \t]|\b(?:is|was|are|were|is now|(?:set|changed|reset|updated|rotated)[ \t]+to)\b)` +
@@ -139,6 +141,11 @@ var blockers = map[string]bool{
 	"validity": true, "scope": true, "scopes": true, "header": true,
 	"prefix": true, "id": true, "ids": true, "index": true, "number": true,
 	"version": true, "owner": true, "holder": true,
+	// A subordinate clause: the verb after it is not the keyword's ("the
+	// token is long because it is base64url").
+	"because": true, "since": true, "if": true, "when": true, "whenever": true,
+	"although": true, "though": true, "unless": true, "whether": true,
+	"why": true, "how": true,
 }
 
 var zhBlockers = []string{"策略", "规则", "長度", "长度", "管理", "过期", "有效期",
@@ -198,19 +205,25 @@ var notValues = map[string]bool{
 	"changeme": true, "password": true, "onepassword": true,
 }
 
+// namesNoValue reports whether value, though it has digits or symbols,
+// is something other than a credential: a placeholder, a known non-value
+// (1Password, N/A), a date or version, a code reference, an e-mail
+// address, a key path, a URL or a file path.
+func namesNoValue(value string) bool {
+	return notValues[strings.ToLower(value)] || placeholder(value) ||
+		datelike.MatchString(strings.ToLower(value)) ||
+		codeRef.MatchString(value) || emailLike.MatchString(value) || keyPath.MatchString(value) ||
+		strings.Contains(value, "://") || strings.HasPrefix(value, "/") ||
+		strings.HasPrefix(value, "~/") || strings.HasPrefix(value, "./") ||
+		strings.HasPrefix(value, "../") || strings.HasSuffix(value, "(")
+}
+
 // credentialValue reports whether value looks like a credential rather
 // than prose, a placeholder, a date, a path or a code reference. It wants
 // at least 6 characters and a digit, a symbol or mixed case.
 func credentialValue(value string, numericOK bool) bool {
 	value = strings.TrimRight(value, ".:)]")
-	if utf8.RuneCountInString(value) < 6 || notValues[strings.ToLower(value)] {
-		return false
-	}
-	if placeholder(value) || datelike.MatchString(strings.ToLower(value)) ||
-		codeRef.MatchString(value) || emailLike.MatchString(value) || keyPath.MatchString(value) ||
-		strings.Contains(value, "://") || strings.HasPrefix(value, "/") ||
-		strings.HasPrefix(value, "~/") || strings.HasPrefix(value, "./") ||
-		strings.HasPrefix(value, "../") || strings.HasSuffix(value, "(") {
+	if utf8.RuneCountInString(value) < 6 || namesNoValue(value) {
 		return false
 	}
 	var digit, symbol, letter, nonDigit bool

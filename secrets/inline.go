@@ -24,10 +24,7 @@ var passwordInline = rule{
 		`([!#-&(-+\--:<-_a-~]*[0-9][!#-&(-+\--:<-_a-~]*)(?:[\s,，。;；)]|\z)`),
 	valid: func(text string, m []int) bool {
 		kw, value := strings.ToLower(group(text, m, 1)), strings.TrimRight(group(text, m, 2), ".:)]")
-		if placeholder(value) || notValues[strings.ToLower(value)] {
-			return false
-		}
-		if len(value) < 4 {
+		if len(value) < 4 || namesNoValue(value) {
 			return false
 		}
 		if allDigits(value) {
