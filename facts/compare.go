@@ -51,10 +51,45 @@ func compare(a, b *clause) (Relation, string) {
 		}
 		return a.valueChange(b)
 	}
+	if numberChanged(a.words, b.words) {
+		return Update, "the same words with another number"
+	}
 	if overlap(a.words, b.words) >= 0.6 {
 		return Possible, "most words in common"
 	}
 	return Distinct, ""
+}
+
+// numberChanged reports two texts whose words are the same but for a
+// number near their end: "the user wakes up at 6 am" and "… at 7:30 am",
+// "Tom's salary is 85k" and "… 92k", "每天早上七点起床" and "六点". The
+// same words before it (two at least) name the fact; a number with more
+// than two words after it names what the rest is about ("the meeting on
+// March 3 is at 10" and "… March 5 …" are two meetings), and so does one
+// right at the start ("Room 101 is booked").
+func numberChanged(a, b []string) bool {
+	pre := 0
+	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
+		suf++
+	}
+	da, db := a[pre:len(a)-suf], b[pre:len(b)-suf]
+	return pre >= 2 && suf <= 2 && len(da) >= 1 && len(da) <= 2 && len(db) >= 1 && len(db) <= 2 &&
+		allNumbers(da) && allNumbers(db)
+}
+
+// allNumbers reports words that are each a number: digits (85k, 7:30,
+// 1.22) or a Chinese numeral.
+func allNumbers(ws []string) bool {
+	for _, w := range ws {
+		if !strings.ContainsFunc(w, unicode.IsDigit) && !(w != "" && strings.Trim(w, "零一二两三四五六七八九十百千万") == "") {
+			return false
+		}
+	}
+	return true
 }
 
 // valueChange decides between two texts with one key, relation and
@@ -119,6 +154,19 @@ var pivots = func() []pivot {
 	add(relCopula|relChange, "became", "become", "has become", "have become", "changed to", "has changed to",
 		"is changed to", "was changed to", "updated to", "set to", "is set to", "改为", "改成", "换成", "变成", "变为",
 		"更新为", "设为", "设置为", "调整为", "定为")
+	// A value told by how it changed: the verb says the attribute before
+	// it held another value and now holds this one.
+	add(relCopula|relChange, "was updated to", "has been updated to", "is updated to", "upgraded to", "was upgraded to",
+		"has been upgraded to", "is upgraded to", "downgraded to", "was downgraded to", "bumped to", "was bumped to",
+		"raised to", "was raised to", "has been raised to", "lowered to", "was lowered to", "increased to",
+		"was increased to", "has increased to", "decreased to", "was decreased to", "reduced to", "was reduced to",
+		"cut to", "was cut to", "has been cut to", "grew to", "has grown to", "dropped to", "has dropped to",
+		"fell to", "rose to", "went up to", "went down to", "is up to", "is down to", "renamed to", "was renamed to",
+		"has been renamed to", "postponed to", "was postponed to", "pushed to", "was pushed to", "pushed back to",
+		"rescheduled to", "was rescheduled to", "rescheduled for", "was rescheduled for", "extended to", "was extended to",
+		"改到", "改在", "调到", "调成", "升级到", "升级为", "升级成", "升到", "降级到", "降到", "降为", "涨到", "涨为", "增加到",
+		"增至", "减少到", "减至", "推迟到", "延期到", "延后到", "提前到", "延长到", "缩短到", "定在")
+	add(relCopula|relPlace|relChange, "migrated to", "was migrated to", "has been migrated to", "is migrated to")
 	add(relCopula|relPlace|relChange, "moved to", "has moved to", "move to", "is moved to", "relocated to", "迁移到", "迁到", "搬到", "迁至")
 	add(relPlace, "live in", "live at", "is based in", "based in", "is located in", "located in", "reside in", "住在", "位于", "定居在", "常住")
 	add(relEmployer, "work at", "work for", "is employed at", "is employed by", "joined", "就职于", "任职于")
@@ -292,20 +340,28 @@ func named(value []string, capital []bool) bool {
 	return false
 }
 
-// sharesHead reports whether two values have a word in common (the head
-// of "window seats" and "aisle seats", of "Postgres 15" and "Postgres
-// 16"); Chinese values, whose head comes last, must end alike (靠窗的座位
-// and 靠过道的座位, 绿茶 and 红茶: not 喝咖啡 and 喝绿茶).
+// sharesHead reports whether two values have the same head: the last
+// word that is not a number ("window seats" and "aisle seats", "Postgres
+// 15" and "Postgres 16"; not "morning runs" and "morning meetings", which
+// share only a modifier); Chinese values, whose head comes last, must end
+// alike (靠窗的座位 and 靠过道的座位, 绿茶 and 红茶: not 喝咖啡 and 喝绿茶).
 func sharesHead(a, b []string) bool {
 	if isHanWord(a) || isHanWord(b) {
 		return len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1]
 	}
-	for _, w := range a {
-		if w != "的" && !prepositions[w] && slices.Contains(b, w) {
-			return true
+	ha, hb := head(a), head(b)
+	return ha != "" && ha == hb
+}
+
+// head is the last word of an English value that is not a number nor a
+// preposition, or "".
+func head(ws []string) string {
+	for i := len(ws) - 1; i >= 0; i-- {
+		if w := ws[i]; !prepositions[w] && !strings.ContainsFunc(w, unicode.IsDigit) {
+			return w
 		}
 	}
-	return false
+	return ""
 }
 
 // overlap is the Jaccard similarity of two word lists as sets.

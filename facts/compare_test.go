@@ -164,10 +164,10 @@ func TestLabelledSet(t *testing.T) {
 		t.Errorf("aside: %.1f%% of paraphrases and updates handled; want at least 80%%", p)
 	}
 	// The target is at most 1% of distinct facts merged. On the aside
-	// part one group of 49 is merged (2.0%); this ratchet keeps it from
-	// growing, and the tuned part is held to the target.
-	if aside.merged > 1 {
-		t.Errorf("aside: %d distinct facts merged (%.1f%%); it was 1 of 49 when the set was written", aside.merged, pct(aside.merged, aside.distinct))
+	// part one group of 49 was merged (2.0%) until a value's head became
+	// its last word (2026-12-04); none is now, and none may be.
+	if aside.merged > 0 {
+		t.Errorf("aside: %d distinct facts merged (%.1f%%); none was when the head became the last word", aside.merged, pct(aside.merged, aside.distinct))
 	}
 	if p := pct(parts[0].merged, parts[0].distinct); p > 1 {
 		t.Errorf("tuned: %.1f%% of distinct facts merged; want at most 1%%", p)
@@ -213,4 +213,6 @@ func TestBlindSet(t *testing.T) {
 // blindHeld are the aside part's figures of testdata/blind.txt when the
 // set was added (2026-12-04): raise handled, lower merged as Compare
 // improves; never the other way.
-var blindHeld = struct{ handled, merged int }{handled: 19, merged: 4}
+// (Change verbs as relations, a number changed in the same words, and a
+// value's head as its last word took it from 19 handled and 4 merged.)
+var blindHeld = struct{ handled, merged int }{handled: 30, merged: 1}

@@ -24,6 +24,11 @@
 //     ("window seats" and "aisle seats", "Postgres 15" and "Postgres
 //     16"). A negation added or removed on the same words ("eats meat",
 //     "no longer eats meat") is an update too.
+//     A value told by how it changed ("was raised to", "migrated to",
+//     "升级到", "推迟到") is a new value of the key before the verb; the
+//     same words with another number near their end ("wakes up at 6 am",
+//     "at 7:30 am") are one fact with a new value. A value's head is its
+//     last word that is not a number ("window seats", "aisle seats").
 //   - Possible: the same key and relation with values that may both hold
 //     ("likes cats", "likes dogs"): kept apart, and named on the record so
 //     explain shows it.
