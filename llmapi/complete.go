@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 )
 
 // Request is one completion to ask for.
@@ -79,4 +80,31 @@ func Complete(ctx context.Context, client *http.Client, r Request) (Answer, erro
 	}
 	m := cr.Choices[0].Message
 	return Answer{Content: m.Content, Refusal: m.Refusal}, nil
+}
+
+// Explain turns an error of Complete into one fit for a log or an
+// operator, naming the endpoint (its display form) and never echoing the
+// request or an answer's body, which may repeat what was asked: only the
+// server's own message of an error status. maxBytes and timeout are the
+// bounds the caller gave, named when they were reached.
+func Explain(err error, endpoint string, maxBytes int64, timeout time.Duration) error {
+	var status *StatusError
+	var decode *DecodeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &status):
+		msg := ServerMessage(status.Body)
+		if msg != "" {
+			msg = ": " + msg
+		}
+		return fmt.Errorf("%s answered %s%s", endpoint, status.Status, msg)
+	case errors.As(err, &decode):
+		return fmt.Errorf("decode the answer of %s: %w", endpoint, decode.Err)
+	case errors.Is(err, ErrTooLarge):
+		return fmt.Errorf("%s answered more than %d bytes: %w", endpoint, maxBytes, ErrTooLarge)
+	case IsTimeout(err):
+		return fmt.Errorf("%s did not answer within %s: %w", endpoint, timeout, err)
+	}
+	return fmt.Errorf("ask %s: %w", endpoint, err) // the transport, ErrNoChoices
 }

@@ -118,26 +118,8 @@ func (c *Chat) Relate(ctx context.Context, fact string, mems []facts.Memory) (fa
 	defer cancel()
 	ans, err := llmapi.Complete(ctx, c.client, llmapi.Request{URL: c.url, APIKey: c.apiKey, Model: c.model,
 		System: prompt, User: string(user), MaxBytes: maxAnswerBytes})
-	var status *llmapi.StatusError
-	var decode *llmapi.DecodeError
-	switch {
-	case err == nil:
-	case errors.As(err, &status):
-		// The body may echo the memories: only the server's own message
-		// is shown.
-		msg := llmapi.ServerMessage(status.Body)
-		if msg != "" {
-			msg = ": " + msg
-		}
-		return facts.Verdict{}, fmt.Errorf("relate: %s answered %s%s", c.display, status.Status, msg)
-	case errors.As(err, &decode):
-		return facts.Verdict{}, fmt.Errorf("relate: decode the answer of %s: %w", c.display, decode.Err)
-	case errors.Is(err, llmapi.ErrTooLarge):
-		return facts.Verdict{}, fmt.Errorf("relate: %s answered more than %d bytes", c.display, maxAnswerBytes)
-	case llmapi.IsTimeout(err):
-		return facts.Verdict{}, fmt.Errorf("relate: %s did not answer within %s: %w", c.display, c.timeout, err)
-	default: // the transport, ErrNoChoices
-		return facts.Verdict{}, fmt.Errorf("relate: ask %s: %w", c.display, err)
+	if err != nil {
+		return facts.Verdict{}, fmt.Errorf("relate: %w", llmapi.Explain(err, c.display, maxAnswerBytes, c.timeout))
 	}
 	if ans.Refusal != "" {
 		return facts.Verdict{}, fmt.Errorf("relate: the model of %s declined", c.display)

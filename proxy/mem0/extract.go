@@ -3,7 +3,6 @@ package mem0
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -34,6 +33,7 @@ type ChatExtractor struct {
 	model   string
 	apiKey  string
 	client  *http.Client
+	timeout time.Duration // named when an extraction runs out of it
 }
 
 // ChatExtractorOptions configure a ChatExtractor.
@@ -53,16 +53,15 @@ func NewChatExtractor(o ChatExtractorOptions) (*ChatExtractor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mem0 extractor: %w", err)
 	}
-	e := &ChatExtractor{url: ep.URL, display: ep.Display, model: o.Model, apiKey: o.APIKey, client: o.Client}
+	e := &ChatExtractor{url: ep.URL, display: ep.Display, model: o.Model, apiKey: o.APIKey, client: o.Client, timeout: o.Timeout}
 	if e.model == "" {
 		e.model = "gpt-4o-mini"
 	}
+	if e.timeout <= 0 {
+		e.timeout = 30 * time.Second
+	}
 	if e.client == nil {
-		timeout := o.Timeout
-		if timeout <= 0 {
-			timeout = 30 * time.Second
-		}
-		e.client = &http.Client{Timeout: timeout}
+		e.client = &http.Client{Timeout: e.timeout}
 	}
 	return e, nil
 }
@@ -93,24 +92,8 @@ func (e *ChatExtractor) Extract(ctx context.Context, conv []Message, hints Extra
 	}
 	ans, err := llmapi.Complete(ctx, e.client, llmapi.Request{URL: e.url, APIKey: e.apiKey, Model: e.model,
 		System: system, User: "Conversation:\n" + transcript(conv), MaxBytes: maxExtractorAnswer})
-	var status *llmapi.StatusError
-	var decode *llmapi.DecodeError
-	switch {
-	case err == nil:
-	case errors.As(err, &status):
-		// The body may echo the conversation: only the server's own
-		// message is shown.
-		msg := llmapi.ServerMessage(status.Body)
-		if msg != "" {
-			msg = ": " + msg
-		}
-		return nil, fmt.Errorf("mem0 extractor: %s answered %s%s", e.display, status.Status, msg)
-	case errors.As(err, &decode):
-		return nil, fmt.Errorf("mem0 extractor: decode the answer of %s: %w", e.display, decode.Err)
-	case errors.Is(err, llmapi.ErrTooLarge):
-		return nil, fmt.Errorf("mem0 extractor: %s answered more than %d bytes", e.display, maxExtractorAnswer)
-	default: // the transport, ErrNoChoices
-		return nil, fmt.Errorf("mem0 extractor: ask %s: %w", e.display, err)
+	if err != nil {
+		return nil, fmt.Errorf("mem0 extractor: %w", llmapi.Explain(err, e.display, maxExtractorAnswer, e.timeout))
 	}
 	return parseFacts(ans.Content)
 }
