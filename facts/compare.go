@@ -51,7 +51,7 @@ func compare(a, b *clause) (Relation, string) {
 		}
 		return a.valueChange(b)
 	}
-	if overlap(a.words, b.words) >= 0.6 {
+	if overlap(a.words, b.words) >= mostWords {
 		return Possible, "most words in common"
 	}
 	return Distinct, ""
@@ -307,6 +307,14 @@ func sharesHead(a, b []string) bool {
 	}
 	return false
 }
+
+// mostWords is the overlap from which two texts may be one fact. The
+// index (index.go) finds such pairs by the same arithmetic (shareEnough).
+const mostWords = 0.6
+
+// shareEnough reports whether both words in common out of all count as
+// most words in common: overlap's test, for the counts of two sets.
+func shareEnough(both, all int) bool { return float64(both)/float64(all) >= mostWords }
 
 // overlap is the Jaccard similarity of two word lists as sets.
 func overlap(a, b []string) float64 {
