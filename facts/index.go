@@ -183,30 +183,27 @@ type wordID struct {
 // among its words, how many it has, and a signature of them.
 type posting struct {
 	d         *doc
-	pos, size int32
 	sig       signature
+	pos, size int32
 }
 
 // signature is a set of words as a set of bits: a word in both of two
 // sets has its bit in both signatures.
-type signature [2]uint64
+type signature uint64
 
 func wordBit(w string) uint32 {
 	h := uint32(2166136261) // FNV-1a
 	for i := range len(w) {
 		h = (h ^ uint32(w[i])) * 16777619
 	}
-	return h % 128
+	return h % 64
 }
 
-func (s *signature) add(w string) {
-	bit := wordBit(w)
-	s[bit/64] |= 1 << (bit % 64)
-}
+func (s *signature) add(w string) { *s |= 1 << wordBit(w) }
 
-func (s signature) len() int { return bits.OnesCount64(s[0]) + bits.OnesCount64(s[1]) }
+func (s signature) len() int { return bits.OnesCount64(uint64(s)) }
 
-func (s signature) and(t signature) signature { return signature{s[0] & t[0], s[1] & t[1]} }
+func (s signature) and(t signature) signature { return s & t }
 
 func joinWords(ws []string) string { return strings.Join(ws, "\x00") }
 
@@ -277,7 +274,7 @@ func (sf *scopeFacts) add(d *doc) {
 	size := len(d.words)
 	for j := range size - minShare(size) + 1 {
 		id := sf.ids[d.words[j]].id
-		sf.byWord[id] = append(sf.byWord[id], posting{d, int32(j), int32(size), sig})
+		sf.byWord[id] = append(sf.byWord[id], posting{d, sig, int32(j), int32(size)})
 	}
 }
 
@@ -374,10 +371,14 @@ func (sf *scopeFacts) candidates(a *clause, q uint64) []*doc {
 		after[k].add(known[k].w)
 	}
 	var needs []int // need(size, b) by b
-	for i := at; i < size-minShare(size)+1; i++ {
+	least := minShare(size) // the least of need(size, b)
+	for i := at; i < size-least+1; i++ {
 		k := i - at
 		sig, clash := after[k], len(known)-k-after[k].len()
 		for _, p := range sf.byWord[known[k].id] {
+			if p.sig.and(sig).len()+clash < least {
+				continue // most are passed over here, at the cost of a few instructions
+			}
 			b := int(p.size)
 			if b >= len(needs) {
 				needs = append(needs, make([]int, b+1-len(needs))...)
