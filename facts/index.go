@@ -370,7 +370,7 @@ func (sf *scopeFacts) candidates(a *clause, q uint64) []*doc {
 		after[k] = after[k+1]
 		after[k].add(known[k].w)
 	}
-	var needs []int // need(size, b) by b
+	var needs []int         // need(size, b) by b
 	least := minShare(size) // the least of need(size, b)
 	for i := at; i < size-least+1; i++ {
 		k := i - at
