@@ -51,22 +51,25 @@ func compare(a, b *clause) (Relation, string) {
 		}
 		return a.valueChange(b)
 	}
-	if numberChanged(a.words, b.words) {
-		return Update, "the same words with another number"
+	if a.changed && numberChanged(a.words, b.words) {
+		return Update, "the same words with another number, and the writer says it changed"
 	}
-	if overlap(a.words, b.words) >= 0.6 {
+	if overlap(a.words, b.words) >= mostWords {
 		return Possible, "most words in common"
 	}
 	return Distinct, ""
 }
 
 // numberChanged reports two texts whose words are the same but for a
-// number near their end: "the user wakes up at 6 am" and "… at 7:30 am",
-// "Tom's salary is 85k" and "… 92k", "每天早上七点起床" and "六点". The
-// same words before it (two at least) name the fact; a number with more
-// than two words after it names what the rest is about ("the meeting on
-// March 3 is at 10" and "… March 5 …" are two meetings), and so does one
-// right at the start ("Room 101 is booked").
+// number near their end: "the user wakes up at 6 am" and "… now at 7:30
+// am", "每天早上七点起床" and "现在六点". The same words before it (two at
+// least) name the fact; a number with more than two words after it names
+// what the rest is about ("the meeting on March 3 is at 10" and "… March
+// 5 …" are two meetings), and so does one right at the start ("Room 101
+// is booked"). A number can name a thing in the middle of a text too
+// ("I keep plant number 1 on the windowsill"): compare counts it as a
+// new value only where the new text says the value changed (now, 现在,
+// 已经: clause.changed).
 func numberChanged(a, b []string) bool {
 	pre := 0
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
@@ -77,7 +80,11 @@ func numberChanged(a, b []string) bool {
 		suf++
 	}
 	da, db := a[pre:len(a)-suf], b[pre:len(b)-suf]
-	return pre >= 2 && suf <= 2 && len(da) >= 1 && len(da) <= 2 && len(db) >= 1 && len(db) <= 2 &&
+	after := suf
+	if isHanWord(a[len(a)-suf:]) {
+		after = (suf + 1) / 2 // a Chinese character is about half a word
+	}
+	return pre >= 2 && after <= 2 && len(da) >= 1 && len(da) <= 2 && len(db) >= 1 && len(db) <= 2 &&
 		allNumbers(da) && allNumbers(db)
 }
 
@@ -125,6 +132,7 @@ type clause struct {
 	folded    string   // textfold.Key of the text
 	words     []string // canonical words in order, fillers and negations dropped
 	neg       bool     // a negation was dropped
+	changed   bool     // a word saying the value changed was dropped (now, 现在, 已经)
 	piv       int      // where the relation starts in words; -1: none
 	cls       int      // the relation's classes
 	key       []string // the words before the relation
@@ -191,6 +199,9 @@ var pivotsByFirst = func() map[string][]pivot {
 var fillers = phraseSet("a an the now currently still really actually also just very usually always typically " +
 	"generally definitely truly already again do does did these_days nowadays today anymore recently lately " +
 	"现在 目前 已经 仍然 一直 也 都 了 还 真的 非常 很 最近 如今")
+
+// changeMarkers are the fillers that say a value changed.
+var changeMarkers = phraseSet("now currently these_days nowadays anymore 现在 目前 已经 如今")
 
 var negations = phraseSet("not no never no_longer doesn't don't didn't isn't aren't wasn't won't can't " +
 	"not_anymore 不 没 没有 不再 从不 别")
@@ -264,6 +275,9 @@ func parse(text string) *clause {
 			continue
 		}
 		if n := fillers.match(raw, i); n > 0 {
+			if changeMarkers.match(raw, i) > 0 {
+				c.changed = true
+			}
 			i += n
 			continue
 		}
@@ -363,6 +377,14 @@ func head(ws []string) string {
 	}
 	return ""
 }
+
+// mostWords is the overlap from which two texts may be one fact. The
+// index (index.go) finds such pairs by the same arithmetic (shareEnough).
+const mostWords = 0.6
+
+// shareEnough reports whether both words in common out of all count as
+// most words in common: overlap's test, for the counts of two sets.
+func shareEnough(both, all int) bool { return float64(both)/float64(all) >= mostWords }
 
 // overlap is the Jaccard similarity of two word lists as sets.
 func overlap(a, b []string) float64 {

@@ -216,3 +216,25 @@ func TestBlindSet(t *testing.T) {
 // (Change verbs as relations, a number changed in the same words, and a
 // value's head as its last word took it from 19 handled and 4 merged.)
 var blindHeld = struct{ handled, merged int }{handled: 30, merged: 1}
+
+// TestNumbersChanged: the same words with another number are a new value
+// only where the writer says it changed and the number is the value, not
+// what names the thing.
+func TestNumbersChanged(t *testing.T) {
+	for _, tc := range []struct {
+		memory, text string
+		want         Relation
+	}{
+		{"The user wakes up at 6 am.", "The user now wakes up at 7:30 am.", Update},
+		{"用户每天早上七点起床。", "用户现在每天早上六点起床。", Update},
+		{"Bob jogs 5 km.", "Bob now jogs 8 km.", Update},
+		{"I keep plant number 0 on the windowsill.", "I keep plant number 1 on the windowsill.", Possible}, // two plants
+		{"The user wakes up at 6 am.", "The user wakes up at 7:30 am.", Possible}, // no word says it changed
+		{"Room 101 is booked.", "Room 102 is now booked.", Possible},
+		{"The meeting on March 3 is at 10.", "The meeting on March 5 is now at 10.", Possible},
+	} {
+		if got, why := Compare(tc.text, tc.memory); got != tc.want {
+			t.Errorf("%q after %q: %v (%s), want %v", tc.text, tc.memory, got, why, tc.want)
+		}
+	}
+}

@@ -3,9 +3,16 @@
 // fact (DESIGN §1 rule 1 for free text). The governor asks it through
 // memory.FactMatcher for each write that policy did not place in a slot.
 //
-// The Matcher takes its candidates from the search index (the same
-// subject and scope, ranked by BM25, and by meaning too when the index has
-// an embedder), then Compare reads each pair of texts:
+// The Matcher takes its candidates from an index of the subject's facts
+// kept with the subject's part of the search index (index.go): every
+// active memory of the same subject and scope that Compare could find
+// related, by its text, its key or most of its words, so that the answer
+// is the one comparing the write with every memory would give, at a cost
+// that does not grow with their number. Where the search index keeps no
+// part of the subject (a store without a commit feed, such as PostgreSQL,
+// or a part over its budget), they are the memories ranked highest for
+// the write's text (BM25, and by meaning too when the index has an
+// embedder). Compare reads each pair of texts:
 //
 //   - Repeat: the same text once case, width, look-alikes, white space and
 //     framing punctuation are folded (textfold.Key), or the same words in
@@ -26,8 +33,9 @@
 //     "no longer eats meat") is an update too.
 //     A value told by how it changed ("was raised to", "migrated to",
 //     "升级到", "推迟到") is a new value of the key before the verb; the
-//     same words with another number near their end ("wakes up at 6 am",
-//     "at 7:30 am") are one fact with a new value. A value's head is its
+//     same words with another number near their end, where the writer
+//     says it changed ("wakes up at 6 am", "now wakes up at 7:30 am"),
+//     are one fact with a new value. A value's head is its
 //     last word that is not a number ("window seats", "aisle seats").
 //   - Possible: the same key and relation with values that may both hold
 //     ("likes cats", "likes dogs"): kept apart, and named on the record so

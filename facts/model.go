@@ -44,9 +44,10 @@ type Relater interface {
 }
 
 // ModelMatcher is the memory.FactMatcher that also asks a model. It takes
-// its candidates from Lexical's search (by meaning too when the index has
-// an embedder), reads them with Compare as Lexical does, and, for the
-// writes Asks selects, shows them to Model. The model's verdict is used
+// Lexical's candidates (from the index of the subject's facts, the
+// memories Compare relates to the write; from a search, the best ranked,
+// by meaning too when the index has an embedder), reads them with Compare
+// as Lexical does, and, for the writes Asks selects, shows them to Model. The model's verdict is used
 // only where it cannot lower what the write is judged as (DESIGN §1 rules
 // 1 and 10):
 //
@@ -81,7 +82,11 @@ var _ memory.FactMatcher = (*ModelMatcher)(nil)
 // MatchFact returns the match for rec Compare and the model agree on, as
 // the type's doc says, or nil.
 func (m *ModelMatcher) MatchFact(ctx context.Context, rec *memory.Record) (*memory.FactMatch, error) {
-	cands, err := m.Lexical.candidates(ctx, rec)
+	n := m.Lexical.Candidates
+	if n <= 0 {
+		n = 8
+	}
+	cands, err := m.Lexical.candidates(ctx, rec, n)
 	if err != nil {
 		return nil, err
 	}

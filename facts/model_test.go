@@ -3,6 +3,7 @@ package facts_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -84,10 +85,11 @@ func answers(id, event string) string {
 // seeded is one user's active memories in a Badger store, and the index
 // the matchers search.
 type seeded struct {
-	idx   *search.Index
-	ids   map[string]string // text → record id
-	subj  string
-	scope memory.Scope
+	budget int64 // the index's (search.Options.Budget): -1 keeps no part
+	idx    *search.Index
+	ids    map[string]string // text → record id
+	subj   string
+	scope  memory.Scope
 }
 
 // seed writes texts as one user's memories (without a matcher, so each is
@@ -95,13 +97,20 @@ type seeded struct {
 // (sem then gets the records' scan through scan).
 func seed(t testing.TB, texts []string, withSem func(scan func(ctx context.Context, fn func(id, text string) bool) error) search.Semantic) *seeded {
 	t.Helper()
+	return seedWith(t, texts, withSem, 0)
+}
+
+// seedWith is seed with the index's budget (-1: it keeps no part, and the
+// matcher searches, as on a store without a commit feed).
+func seedWith(t testing.TB, texts []string, withSem func(scan func(ctx context.Context, fn func(id, text string) bool) error) search.Semantic, budget int64) *seeded {
+	t.Helper()
 	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	g := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll})
-	s := &seeded{ids: map[string]string{}, scope: memory.Scope{UserID: "u"}}
+	s := &seeded{ids: map[string]string{}, scope: memory.Scope{UserID: "u"}, budget: budget}
 	for _, text := range texts {
 		res, err := g.Submit(context.Background(), memory.Candidate{Summary: text, Scope: s.scope})
 		if err != nil || res.Outcome != memory.OutcomeApplied {
@@ -120,7 +129,7 @@ func seed(t testing.TB, texts []string, withSem func(scan func(ctx context.Conte
 			return nil
 		})
 	}
-	s.idx = search.New(st, search.Options{Semantic: sem})
+	s.idx = search.New(st, search.Options{Semantic: sem, Budget: s.budget})
 	t.Cleanup(func() { s.idx.Close() })
 	return s
 }
@@ -144,26 +153,52 @@ func kindOf(m *memory.FactMatch) memory.MatchKind {
 
 // TestModelVerdicts: how the model's verdict and Compare's reading
 // combine; where Compare found an update or the very text, the model is
-// not asked.
+// not asked. From the index of the subject's facts the model is shown the
+// memories Compare relates to the write, so a write related to none is
+// not asked about; from a search (a store without a commit feed) it is
+// shown the best ranked, and its word about one Compare reads as another
+// fact is only named.
 func TestModelVerdicts(t *testing.T) {
+	for _, budget := range []int64{0, -1} {
+		t.Run(fmt.Sprint("budget=", budget), func(t *testing.T) { testModelVerdicts(t, budget) })
+	}
+}
+
+func testModelVerdicts(t *testing.T, budget int64) {
 	window, porto := "Alice prefers window seats on flights.", "Bob lives in Porto."
-	s := seed(t, []string{window, porto}, nil)
-	for _, tc := range []struct {
+	s := seedWith(t, []string{window, porto}, nil, budget)
+	searched := budget < 0
+	// shown is what a case expects where Compare reads another fact: from
+	// a search, the model is asked and its word named; from the index,
+	// nothing.
+	shown := func(of string) (memory.MatchKind, string, bool) {
+		if searched {
+			return memory.MatchPossible, of, true
+		}
+		return "", "", false
+	}
+	type verdictCase struct {
 		name, text, answer string
 		kind               memory.MatchKind // "": no match
 		of                 string           // the memory matched
 		asked              bool
-	}{
+	}
+	another := func(name, text, answer, of string) verdictCase {
+		k, o, a := shown(of)
+		return verdictCase{name, text, answer, k, o, a}
+	}
+	addAlone := verdictCase{"ADD", "Alice has a cat named Tom.", answers("new", "ADD"), "", "", searched}
+	for _, tc := range []verdictCase{
 		// Where Compare reads another fact, the model's word alone neither
-		// drops the write nor supersedes the memory: kept apart, named.
-		{"NONE where the words state another fact", "Alice always picks a seat by the window when she flies.", answers("0", "NONE"), memory.MatchPossible, window, true},
-		{"UPDATE where the words state another fact", "Bob has relocated to Lisbon.", answers("0", "UPDATE"), memory.MatchPossible, porto, true},
-		{"DELETE where the words state another fact", "Bob has left Porto for good.", answers("0", "DELETE"), memory.MatchPossible, porto, true},
+		// drops the write nor supersedes the memory.
+		another("NONE where the words state another fact", "Alice always picks a seat by the window when she flies.", answers("0", "NONE"), window),
+		another("UPDATE where the words state another fact", "Bob has relocated to Lisbon.", answers("0", "UPDATE"), porto),
+		another("DELETE where the words state another fact", "Bob has left Porto for good.", answers("0", "DELETE"), porto),
+		addAlone,
 		// Where Compare is unsure, the model decides.
 		{"UPDATE where Compare reads a possible conflict", "Alice prefers window seats on trains.", answers("0", "UPDATE"), memory.MatchUpdate, window, true},
 		{"DELETE is an update, never a deletion", "Alice prefers window seats on trains.", answers("0", "DELETE"), memory.MatchUpdate, window, true},
 		{"NONE where Compare reads a possible conflict", "Alice prefers window seats on trains.", answers("0", "NONE"), memory.MatchRepeat, window, true},
-		{"ADD", "Alice has a cat named Tom.", answers("new", "ADD"), "", "", true},
 		{"ADD where the words repeat: kept apart, named", "Alice likes window seats on flights.", answers("new", "ADD"), memory.MatchPossible, window, true},
 		{"UPDATE where the words repeat: an update", "Alice likes window seats on flights.", answers("0", "UPDATE"), memory.MatchUpdate, window, true},
 		{"ADD where Compare reads a possible conflict", "Alice prefers window seats on trains.", answers("new", "ADD"), memory.MatchPossible, window, true},
@@ -207,7 +242,8 @@ func jsonEvent(answer string) string {
 // decides, as without a model.
 func TestModelFailuresFallBack(t *testing.T) {
 	window := "Alice prefers window seats on flights."
-	s := seed(t, []string{window, "Bob lives in Porto."}, nil)
+	// Searched (no part kept), so that every text is shown to the model.
+	s := seedWith(t, []string{window, "Bob lives in Porto."}, nil, -1)
 	lexical := &facts.Matcher{Index: s.idx}
 	texts := []string{"Alice always picks a seat by the window when she flies.", "Alice likes window seats on flights.",
 		"Alice prefers window seats on trains."}

@@ -24,6 +24,7 @@ func checkIndex(x *Index) error {
 		return err
 	}
 	parts := map[string][]*entry{}
+	told := map[string][]*entry{} // what each part's recorder was told
 	ctx := context.Background()
 	return x.feed.ViewAligned(ctx, func() {
 		x.mu.RLock()
@@ -31,6 +32,11 @@ func checkIndex(x *Index) error {
 		for k, p := range x.parts {
 			if !p.loading {
 				parts[k] = p.view().entries()
+			}
+			for _, f := range p.followers {
+				if r, ok := f.f.(*recorder); ok {
+					told[k] = r.entries()
+				}
 			}
 		}
 	}, func(sn *store.Snapshot) error {
@@ -46,6 +52,11 @@ func checkIndex(x *Index) error {
 			}
 			if err := sameEntries(pk, got, want); err != nil {
 				return err
+			}
+			if r, ok := told[pk]; ok {
+				if err := sameEntries(pk+" (its follower)", r, want); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -181,6 +192,9 @@ func TestIndexFollowsEveryCommitPath(t *testing.T) {
 			query := func() {
 				for _, s := range subjects {
 					if _, err := list(ctx, x, memory.ListFilter{SubjectID: s}); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := x.Follow(ctx, s, recorderKey{}, newRecorder); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -464,6 +478,9 @@ func TestIndexConcurrentWriters(t *testing.T) {
 				}
 				count(memory.ListFilter{SubjectID: "hot", Query: "v1"})
 				count(memory.ListFilter{Scope: scope, Query: "v2"})
+				if _, err := x.Follow(ctx, "hot", recorderKey{}, newRecorder); err != nil {
+					t.Error(err)
+				}
 			}
 		})
 	}

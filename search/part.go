@@ -27,6 +27,8 @@ type part struct {
 	memo   *memo         // for readers (partView), new on every change
 	bytes  int64
 	used   atomic.Int64 // LRU clock at the last read
+	// followers are told each change the part applies (follow.go).
+	followers []keyedFollower
 
 	loading bool
 	buf     []pendingChange // changes that arrived while loading
@@ -106,6 +108,7 @@ func (p *part) apply(ver uint64, ch *store.ActiveChange) int64 {
 		p.chunks, p.vers, p.owned = [][]*entry{{e}}, [][]uint64{{ver}}, []uint64{p.snaps.Load()}
 		p.outer, p.memo = p.snaps.Load(), new(memo)
 		p.bytes += entrySize(e)
+		p.tell(ch)
 		return entrySize(e)
 	}
 	k, i, found := p.find(ch.SubjectID, ch.ID)
@@ -145,7 +148,19 @@ func (p *part) apply(ver uint64, ch *store.ActiveChange) int64 {
 		}
 	}
 	p.bytes += delta
+	p.tell(ch)
 	return delta
+}
+
+// tell tells the part's followers of a change it applied.
+func (p *part) tell(ch *store.ActiveChange) {
+	for _, f := range p.followers {
+		if ch.Active {
+			f.f.Set(ch.ActiveEntry)
+		} else {
+			f.f.Remove(ch.ID)
+		}
+	}
 }
 
 // partView is what a reader holds of a part: its entries in the index's

@@ -51,6 +51,11 @@ func TestSearchOverEitherKindOfStore(t *testing.T) {
 	if viaView.feed != nil || viaView.budget != 0 {
 		t.Fatal("an index over a store without a feed keeps parts")
 	}
+	for _, x := range []*Index{viaView, scanning} {
+		if f, err := x.Follow(ctx, "s0", recorderKey{}, newRecorder); f != nil || err != nil {
+			t.Fatalf("Follow where no part is kept: %v, %v; want nil", f, err)
+		}
+	}
 	if x, err := Open(ctx, st, Options{}); err != nil || x.feed == nil {
 		t.Fatalf("Open over the Badger store: %v, feed %v; want one that follows its commits", err, x.feed)
 	} else {
