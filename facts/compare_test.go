@@ -229,7 +229,7 @@ func TestNumbersChanged(t *testing.T) {
 		{"用户每天早上七点起床。", "用户现在每天早上六点起床。", Update},
 		{"Bob jogs 5 km.", "Bob now jogs 8 km.", Update},
 		{"I keep plant number 0 on the windowsill.", "I keep plant number 1 on the windowsill.", Possible}, // two plants
-		{"The user wakes up at 6 am.", "The user wakes up at 7:30 am.", Possible}, // no word says it changed
+		{"The user wakes up at 6 am.", "The user wakes up at 7:30 am.", Possible},                          // no word says it changed
 		{"Room 101 is booked.", "Room 102 is now booked.", Possible},
 		{"The meeting on March 3 is at 10.", "The meeting on March 5 is now at 10.", Possible},
 	} {
