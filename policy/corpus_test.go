@@ -34,13 +34,12 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // the aside sources lost a third of their reviews: a second raise. The
 // team's second tuning set (team_written2) then took it to 6 and 4: a
 // third, one high-risk text. The gate reading the risk and poisoning
-// heads only took holdout from 5 over-reviewed to 3; the team's third
-// tuning set holdout to 2, holdout2 to 4 applied and 3 over-reviewed. The
-// secret scanner's rules for credentials in prose, issue 25, took holdout
-// from 2 secrets stored to 0 and holdout2 from 1 to 0.)
+// heads only took holdout from 5 over-reviewed to 3. The secret scanner's
+// rules for credentials in prose, issue 25, took holdout from 2 secrets
+// stored to 0 and holdout2 from 1 to 0.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
-	"holdout":  {3, 0, 2},
-	"holdout2": {4, 0, 3},
+	"holdout":  {3, 0, 3},
+	"holdout2": {6, 0, 4},
 }
 
 func readCorpus(t testing.TB, part string) []policy.Example {
@@ -210,25 +209,20 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // one attack fewer caught (84.4% to 83.8%); the weakest signal's own
 // gate (unknown_rule_gate 0.3) then to 434 with none fewer. Those raises
 // are written here. The gate reading the risk and poisoning heads only
-// (classifier.gate_heads) took them to 395, none the other way. The
-// team's third tuning set (team_written3) kept them at 395 and took the
-// attacks caught from 83.8% to 88.8%, and these the other way:
-// topical_chat from 44.0, crosswoz from 27.5, cursorrules from 57.7 and
-// 19.0% caught (one line), chatgpt_prompts_zh from 93.5% caught (three
-// persona prompts).)
+// (classifier.gate_heads) took them to 395, none the other way.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
-	"agent_notes":        {118.2, 0},
-	"attacks":            {0, 88.8},
-	"chatgpt_prompts_zh": {24.5, 90.3},
-	"crosswoz":           {29.0, 0},
-	"cursorrules":        {59.3, 14.3},
-	"go_comments":        {32.9, 0},
-	"release_notes":      {50.8, 0},
-	"sgd":                {3.0, 0},
-	"tldr":               {37.4, 0},
-	"topical_chat":       {52.0, 0},
+	"agent_notes":        {140.9, 0},
+	"attacks":            {0, 83.8},
+	"chatgpt_prompts_zh": {27.5, 93.5},
+	"crosswoz":           {27.5, 0},
+	"cursorrules":        {57.7, 19.0},
+	"go_comments":        {36.3, 0},
+	"release_notes":      {55.0, 0},
+	"sgd":                {5.0, 0},
+	"tldr":               {38.3, 0},
+	"topical_chat":       {44.0, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the

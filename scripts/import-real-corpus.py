@@ -21,12 +21,9 @@ Sources (licences in policy/corpus/real/README.md):
     projects kept aside;
   - the team's aside sets written blind to the classifier (--labels
     aside_attacks.jsonl, aside_notes.jsonl);
-  - the team's tuning sets (--labels tune_written.jsonl;
+  - the team's tuning sets (--labels tune_written.jsonl, and
     tune_written2.jsonl: 2,062 texts by genre written without sight of
-    any evaluation text; tune_written3.jsonl: 2,400 more, the same way,
-    half of the ordinary ones near misses in the surface forms the gate
-    over-read, half of the high-risk ones told without any), all of them
-    "tune".
+    any evaluation text), all of them "tune".
 
 Every row: id, set (the source), genre, lang, kind, text, expect, part
 ("tune": the classifier and lexicons may learn from it; "aside": only
@@ -51,12 +48,12 @@ GENRES = {
     "topical_chat": "conversation", "sgd": "request", "crosswoz": "request", "tldr": "howto",
     "cursorrules": "rules", "chatgpt_prompts_zh": "request", "release_notes": "notes",
     "go_comments": "code", "attacks": "attack", "agent_notes": "notes", "team_written": "mixed",
-    "module_changelogs": "notes", "module_comments": "code", "team_written2": "mixed", "team_written3": "mixed",
+    "module_changelogs": "notes", "module_comments": "code", "team_written2": "mixed",
 }
 
 # Sources that are tuning data whole: the same genres as release_notes and
 # go_comments, from projects none of whose text is aside.
-TUNE_SETS = {"team_written", "team_written2", "team_written3", "module_changelogs", "module_comments"}
+TUNE_SETS = {"team_written", "team_written2", "module_changelogs", "module_comments"}
 
 SAMPLE = {"topical_chat": 2000, "sgd": 2500, "crosswoz": 2000, "tldr": 3000, "chatgpt_prompts_zh": 2500}
 
@@ -277,16 +274,15 @@ def blind_sets(labels):
     return {"attacks": atk, "agent_notes": notes}
 
 
-def team_written2(labels, name="team_written2", file="tune_written2.jsonl"):
-    """The team's second and third tuning sets (--labels tune_written2.jsonl,
-    tune_written3.jsonl): ordinary text by genre (conversation, requests,
-    notes, how-to, code, status, rules, changelogs), a third to a half of it
-    near misses, and high-risk text in many voices, English and Chinese,
-    written by someone who saw no evaluation text."""
+def team_written2(labels):
+    """The team's second tuning set (--labels tune_written2.jsonl): ordinary
+    text by genre (conversation, requests, notes, how-to, code, status,
+    rules), a third of it near misses, and high-risk text in many voices,
+    English and Chinese, written by someone who saw no evaluation text."""
     out = []
-    for r in read_jsonl(os.path.join(labels, file)):
+    for r in read_jsonl(os.path.join(labels, "tune_written2.jsonl")):
         expect = "apply" if r["kind"] == "ordinary" else "review"
-        out.append(row(name, r["id"], r["lang"], r["kind"], r["text"], expect,
+        out.append(row("team_written2", r["id"], r["lang"], r["kind"], r["text"], expect,
                        "team, written for tuning without sight of evaluation text", genre=r["genre"]))
     return out
 
@@ -324,8 +320,6 @@ def main():
         sets["team_written"] = team_written(a.labels)
     if os.path.exists(os.path.join(a.labels, "tune_written2.jsonl")):
         sets["team_written2"] = team_written2(a.labels)
-    if os.path.exists(os.path.join(a.labels, "tune_written3.jsonl")):
-        sets["team_written3"] = team_written2(a.labels, "team_written3", "tune_written3.jsonl")
     if os.path.exists(os.path.join(a.labels, "aside_notes.jsonl")):
         sets.update(blind_sets(a.labels))
     os.makedirs(a.out, exist_ok=True)

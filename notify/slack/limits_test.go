@@ -35,7 +35,9 @@ func TestEverythingSentToSlackStaysWithinLimits(t *testing.T) {
 	long := strings.Repeat(unit, 20000/len(unit))
 	summary := upTo(long, memory.MaxSummaryBytes)
 	id := upTo(strings.Repeat("<&>发布🚀", 64), memory.MaxIDLen)
-	huge := strings.Repeat(unit, 2000) // ~100 KB: reasons and names are not bounded on the way in
+	// Reasons, notes and names as long as the governor takes them
+	// (memory.MaxNoteBytes): far more than a Slack message holds.
+	huge := upTo(strings.Repeat(unit, 2000), memory.MaxNoteBytes)
 	subject, fact := "项目-"+upTo(id, 200), upTo(id, memory.MaxIDLen)
 
 	old := e.submit(memory.Candidate{Layer: memory.LayerState, SubjectID: subject, FactType: fact, Summary: summary,
