@@ -181,28 +181,26 @@ func TestModelNoopAddsNothing(t *testing.T) {
 }
 
 // TestModelAloneMergesNothing: where Compare reads a memory's words as
-// another fact, the model's NONE or UPDATE of it alone neither drops the
-// write nor supersedes the memory: the write is a memory of its own,
-// named as a possible conflict of the one the model meant.
+// another fact, the model's NONE or UPDATE of it neither drops the write
+// nor supersedes the memory. On Badger the matcher's index shows the
+// model only the memories Compare relates to the write, so it is not
+// even asked; the search path, where it is asked and its word is only
+// named, is facts' TestModelVerdicts (budget=-1).
 func TestModelAloneMergesNothing(t *testing.T) {
 	for _, event := range []string{"NONE", "UPDATE"} {
 		t.Run(event, func(t *testing.T) {
 			model := &scriptedModel{relate: verdict(event, "staging database")}
 			e := newRelateEnv(t, memory.ClassifierFunc(testPolicy), model)
-			old := e.addInferred("The staging database is postgres-stg-2.")["results"].([]any)[0].(map[string]any)["id"]
+			e.addInferred("The staging database is postgres-stg-2.")
 			rs := e.addInferred("Staging now runs on the new cluster, stg-3.")["results"].([]any)
-			if len(rs) != 1 || rs[0].(map[string]any)["event"] != eventAdd || model.related.Load() != 1 {
-				t.Fatalf("the fact is added: %v (%d questions)", rs, model.related.Load())
+			if len(rs) != 1 || rs[0].(map[string]any)["event"] != eventAdd {
+				t.Fatalf("the fact is added: %v", rs)
+			}
+			if n := model.related.Load(); n != 0 {
+				t.Errorf("the model was asked %d times about a write related to no memory", n)
 			}
 			if act := e.active(); len(act) != 2 {
 				t.Fatalf("both facts stay active: %v", act)
-			}
-			rec, err := e.gov.Get(t.Context(), rs[0].(map[string]any)["id"].(string))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if m := rec.FactMatch; m == nil || m.Kind != memory.MatchPossible || m.RecordID != old || !strings.Contains(m.Reason, "model: "+event) {
-				t.Errorf("the record names the memory the model meant: %+v", m)
 			}
 		})
 	}
