@@ -88,15 +88,20 @@ func numberChanged(a, b []string) bool {
 		allNumbers(da) && allNumbers(db)
 }
 
-// allNumbers reports words that are each a number: digits (85k, 7:30,
-// 1.22) or a Chinese numeral.
+// allNumbers reports words that are each a number (isNumber).
 func allNumbers(ws []string) bool {
 	for _, w := range ws {
-		if !strings.ContainsFunc(w, unicode.IsDigit) && !(w != "" && strings.Trim(w, "零一二两三四五六七八九十百千万") == "") {
+		if !isNumber(w) {
 			return false
 		}
 	}
 	return true
+}
+
+// isNumber reports a word that is a number: digits (85k, 7:30, 1.22) or a
+// Chinese numeral.
+func isNumber(w string) bool {
+	return strings.ContainsFunc(w, unicode.IsDigit) || w != "" && strings.Trim(w, "零一二两三四五六七八九十百千万") == ""
 }
 
 // valueChange decides between two texts with one key, relation and

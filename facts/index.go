@@ -418,7 +418,7 @@ func numbersMasked(ws []string) (string, bool) {
 	var b strings.Builder
 	found, inRun := false, false
 	for _, w := range ws {
-		if allNumbers([]string{w}) {
+		if isNumber(w) {
 			found = true
 			if !inRun {
 				b.WriteString("#\x00")

@@ -99,10 +99,7 @@ func (m *Matcher) candidates(ctx context.Context, rec *memory.Record, most int) 
 func (m *Matcher) searchCandidates(ctx context.Context, rec *memory.Record, text *clause) ([]candidate, error) {
 	// The subject alone selects a part of the index as it is: the scope
 	// is tested on the hits.
-	n := m.Candidates
-	if n <= 0 {
-		n = 8
-	}
+	n := m.candidateCount()
 	query := rec.Summary
 	if rs := []rune(query); len(rs) > maxQueryRunes {
 		query = string(rs[:maxQueryRunes])
@@ -120,6 +117,15 @@ func (m *Matcher) searchCandidates(ctx context.Context, rec *memory.Record, text
 		}
 	}
 	return out, nil
+}
+
+// candidateCount is how many memories a search compares, and a model is
+// shown at most: Candidates, or 8.
+func (m *Matcher) candidateCount() int {
+	if m.Candidates > 0 {
+		return m.Candidates
+	}
+	return 8
 }
 
 // matchable reports whether the active memory r may match the write rec:

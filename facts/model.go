@@ -82,11 +82,7 @@ var _ memory.FactMatcher = (*ModelMatcher)(nil)
 // MatchFact returns the match for rec Compare and the model agree on, as
 // the type's doc says, or nil.
 func (m *ModelMatcher) MatchFact(ctx context.Context, rec *memory.Record) (*memory.FactMatch, error) {
-	n := m.Lexical.Candidates
-	if n <= 0 {
-		n = 8
-	}
-	cands, err := m.Lexical.candidates(ctx, rec, n)
+	cands, err := m.Lexical.candidates(ctx, rec, m.Lexical.candidateCount())
 	if err != nil {
 		return nil, err
 	}

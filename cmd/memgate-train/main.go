@@ -370,25 +370,13 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 	line := func(label string, decide func(outcome) memory.Action) {
 		fmt.Print(label)
 		for _, s := range sets {
-			var low, lowParked, high, highCaught int
+			var t tally
 			for _, o := range outs {
-				if set(o.ex) != s {
-					continue
-				}
-				parked := decide(o) != memory.ActionApply
-				if o.ex.HighRisk() {
-					high++
-					if parked {
-						highCaught++
-					}
-				} else {
-					low++
-					if parked {
-						lowParked++
-					}
+				if set(o.ex) == s {
+					t.add(o.ex, decide(o) != memory.ActionApply)
 				}
 			}
-			fmt.Printf("  %s parked %.1f%% of %d, caught %.1f%% of %d;", s, pct(lowParked, low), low, pct(highCaught, high), high)
+			fmt.Printf("  %s parked %.1f%% of %d, caught %.1f%% of %d;", s, pct(t.lowParked, t.low), t.low, pct(t.highCaught, t.high), t.high)
 		}
 		fmt.Println()
 	}
@@ -473,6 +461,21 @@ func (d *policyDirs) Set(v string) error { *d = append(*d, v); return nil }
 // high-risk ones caught.
 type tally struct{ low, lowParked, high, highCaught int }
 
+// add counts one row, parked or not.
+func (t *tally) add(e policy.Example, parked bool) {
+	if e.HighRisk() {
+		t.high++
+		if parked {
+			t.highCaught++
+		}
+		return
+	}
+	t.low++
+	if parked {
+		t.lowParked++
+	}
+}
+
 // comparison is a policy's out-of-fold tallies, by source and pooled.
 type comparison struct {
 	bySet  map[string]*tally
@@ -518,19 +521,8 @@ func comparePolicy(ctx context.Context, dir string, examples []policy.Example, f
 				c.bySet[set] = t
 			}
 			parked := a != memory.ActionApply
-			for _, t := range []*tally{t, &c.pooled} {
-				if e.HighRisk() {
-					t.high++
-					if parked {
-						t.highCaught++
-					}
-				} else {
-					t.low++
-					if parked {
-						t.lowParked++
-					}
-				}
-			}
+			t.add(e, parked)
+			c.pooled.add(e, parked)
 		}
 	}
 	return c, nil
