@@ -144,6 +144,41 @@ func (g *Governor) matchFact(ctx context.Context, w *write) {
 		m.Record.SubjectID != rec.SubjectID {
 		return
 	}
+	w.matched(m)
+}
+
+// relate reads the memory a writer found its write related to
+// (Candidate.Related) and matches the write with its active version as
+// matchFact does with the matcher's answer; a memory that is gone, or no
+// longer active, leaves the write in its own slot.
+func (g *Governor) relate(ctx context.Context, w *write, hint *FactMatch) error {
+	if hint.Kind != MatchRepeat && hint.Kind != MatchUpdate {
+		return nil
+	}
+	var st SlotState
+	err := g.store.View(ctx, func(tx ReadTx) (err error) {
+		st, err = loadSlot(tx, hint.SlotID)
+		return err
+	})
+	if ErrorCode(err) == ENOTFOUND {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	a := st.Active()
+	if a == nil || !w.tenant.Covers(a.Scope) || a.SubjectID != w.rec.SubjectID || a.Scope != w.rec.Scope {
+		return nil
+	}
+	m := *hint
+	m.Record = a
+	w.matched(&m)
+	return nil
+}
+
+// matched moves the write to the slot of the active record m names, for a
+// repeat or an update, and keeps the match on the record.
+func (w *write) matched(m *FactMatch) {
+	rec := w.rec
 	note := *m
 	note.SlotID, note.RecordID, note.Record = m.Record.SlotID, m.Record.ID, nil
 	rec.FactMatch = &note

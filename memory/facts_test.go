@@ -129,3 +129,59 @@ func TestFreeTextMatching(t *testing.T) {
 		})
 	}
 }
+
+// TestRelatedHint: a writer's own comparison (Candidate.Related) is taken
+// as the matcher's answer only for an active memory of the write's
+// subject, scope and tenant; otherwise the write keeps its own slot.
+func TestRelatedHint(t *testing.T) {
+	ctx := context.Background()
+	apply := ClassifierFunc(func(context.Context, *PolicyInput) (Decision, error) {
+		return Decision{Risk: RiskLow, Action: ActionApply}, nil
+	})
+	for _, c := range []struct {
+		name    string
+		subject string
+		kind    MatchKind
+		slot    func(first *Record) string
+		deleted bool
+		want    Outcome
+		inFirst bool
+	}{
+		{name: "a repeat changes nothing", subject: "dave", kind: MatchRepeat, want: OutcomeUnchanged, inFirst: true},
+		{name: "an update goes to the memory's slot", subject: "dave", kind: MatchUpdate, want: OutcomeApplied, inFirst: true},
+		{name: "a possible conflict keeps its own slot", subject: "dave", kind: MatchPossible, want: OutcomeApplied},
+		{name: "another subject's memory is not matched", subject: "erin", kind: MatchUpdate, want: OutcomeApplied},
+		{name: "a slot that does not exist is ignored", subject: "dave", kind: MatchUpdate, want: OutcomeApplied,
+			slot: func(*Record) string { return "slot_nowhere" }},
+		{name: "a deleted memory is not matched", subject: "dave", kind: MatchUpdate, deleted: true, want: OutcomeApplied},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g := NewGovernor(Options{Store: newMemStore(), Classifier: apply})
+			first, err := g.Submit(ctx, Candidate{SubjectID: "dave", FactType: "obs-1", Summary: "Dave lives in Paris"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			slot := first.Record.SlotID
+			if c.slot != nil {
+				slot = c.slot(first.Record)
+			}
+			if c.deleted {
+				if _, err := g.Submit(ctx, Candidate{Op: OpDelete, SlotID: slot}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := g.Submit(ctx, Candidate{SubjectID: c.subject, FactType: "obs-2", Summary: "Dave moved to Berlin",
+				Related: &FactMatch{Kind: c.kind, SlotID: slot, RecordID: first.Record.ID}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Outcome != c.want || (got.Record.SlotID == first.Record.SlotID) != c.inFirst {
+				t.Fatalf("outcome %s in the first slot %v, want %s %v", got.Outcome, got.Record.SlotID == first.Record.SlotID, c.want, c.inFirst)
+			}
+			if c.inFirst && c.want == OutcomeApplied && (got.Replaced == nil || got.Replaced.ID != first.Record.ID ||
+				got.Record.FactMatch == nil || got.Record.FactMatch.Kind != MatchUpdate) {
+				t.Fatalf("an update replaces %s and names it: %+v %+v", first.Record.ID, got.Replaced, got.Record.FactMatch)
+			}
+		})
+	}
+}

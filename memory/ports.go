@@ -243,6 +243,15 @@ type Candidate struct {
 	// and the guard pairs an edited entry with its slot itself. Not
 	// something a client can send.
 	KeepApart bool `json:"-"`
+	// Related names the memory of the same subject that the writer's own
+	// comparison found this write repeats (MatchRepeat) or states a new
+	// value of (MatchUpdate): the MCP knowledge graph's observations, each
+	// in a slot of its own text, are compared with their entity's others
+	// (facts.Compare) before they are written. The governor treats it as
+	// its matcher's answer (facts.go): checked against the memory's
+	// active version, never trusted to cross a subject or a tenant. Not
+	// something a client can send.
+	Related *FactMatch `json:"-"`
 	// ExpiresAt, when set, is when the memory leaves the active layer
 	// (Mem0's expiration_date; see RetentionPass).
 	ExpiresAt time.Time `json:"expiresAt,omitzero"`

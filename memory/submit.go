@@ -61,6 +61,11 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 	// The judge is asked before any lock: a model's answer takes long.
 	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, apart: c.KeepApart, tenant: tenant,
 		findings: findings, verdict: g.askJudge(ctx, rec, findings)}
+	if c.Related != nil && rec.Op == OpWrite && !w.byID && !adopt && len(findings) == 0 {
+		if err := g.relate(ctx, w, c.Related); err != nil {
+			return nil, fmt.Errorf("submit: %w", err)
+		}
+	}
 	// Free text that policy did not place is matched with the active
 	// memories of its subject under the subject's fact lock, held until
 	// the write has committed (facts.go).

@@ -162,7 +162,7 @@ func (s *Server) addObservations(ctx context.Context, req *mcp.CallToolRequest, 
 	if err := in.check(); err != nil {
 		return nil, out, toolError(s.log, err)
 	}
-	have := map[string]map[string]bool{} // entity -> observations it has
+	have := map[string]*observations{} // entity -> the observations it has
 	for _, o := range in.Observations {
 		if have[o.EntityName] != nil {
 			continue
@@ -171,29 +171,28 @@ func (s *Server) addObservations(ctx context.Context, req *mcp.CallToolRequest, 
 		if err != nil {
 			return nil, out, toolError(s.log, err)
 		}
-		g := buildGraph(recs)
-		if len(g.Entities) == 0 {
+		if len(buildGraph(recs).Entities) == 0 {
 			return nil, out, toolError(s.log, memory.Errorf(memory.ENOTFOUND, "Entity with name %s not found", o.EntityName))
 		}
-		have[o.EntityName] = map[string]bool{}
-		for _, text := range g.Entities[0].Observations {
-			have[o.EntityName][text] = true
-		}
+		have[o.EntityName] = observationsOf(recs)
 	}
 	actor, rep := actorOf(req), &report{}
 	for _, o := range in.Observations {
 		added := observationsAdded{EntityName: o.EntityName, AddedObservations: []string{}}
+		obs := have[o.EntityName]
 		for _, text := range o.Contents {
-			if have[o.EntityName][text] {
+			if obs.has(text) {
 				continue
 			}
-			res, err := s.submit(ctx, rep, actor, fmt.Sprintf("observation %q of entity %q", text, o.EntityName), observationCandidate(o.EntityName, text))
+			c := observationCandidate(o.EntityName, text)
+			c.Related = obs.related(text)
+			res, err := s.submit(ctx, rep, actor, fmt.Sprintf("observation %q of entity %q", text, o.EntityName), c)
 			if err != nil {
 				return nil, out, toolError(s.log, err)
 			}
 			if res != nil && res.Outcome == memory.OutcomeApplied {
 				added.AddedObservations = append(added.AddedObservations, text)
-				have[o.EntityName][text] = true
+				obs.applied(res.Record, res.Replaced)
 			}
 		}
 		out.Results = append(out.Results, added)
