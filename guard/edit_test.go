@@ -160,3 +160,38 @@ func TestEntriesThatRepeatEachOtherStayApart(t *testing.T) {
 		t.Fatalf("the line still in the file keeps its memory: %v", r)
 	}
 }
+
+// TestAValueEditedInOtherWordsIsAnUpdateOfItsSlot: an edit that changes
+// most of an entry's words but states a new value of its fact (the fact
+// matcher's comparison) is paired with the entry, also when an entry was
+// added beside it, so it is an update of the entry's slot (here parked,
+// as the default policy parks a changed state, and approved) rather than
+// a removal and an addition.
+func TestAValueEditedInOtherWordsIsAnUpdateOfItsSlot(t *testing.T) {
+	e := newEnv(t)
+	const base = "# MEMORY.md\n\n- The user lives in Paris.\n- Alice has two cats.\n"
+	e.write("MEMORY.md", base)
+	e.startGuard()
+	first := e.waitActive("lives in Paris")
+
+	edited := strings.Replace(base, "- The user lives in Paris.\n", "- The user moved to Berlin last spring.\n- Bob likes jazz.\n", 1)
+	e.write("MEMORY.md", edited)
+	it := e.waitPending(1)[0]
+	if it.Record.SlotID != first.SlotID || it.Current == nil || it.Current.ID != first.ID {
+		t.Fatalf("parked %+v (replacing %+v), want a new value of slot %s", it.Record, it.Current, first.SlotID)
+	}
+	e.waitActive("Bob likes jazz")
+	// Undone while it waits; the added entry stays.
+	e.waitFile("MEMORY.md", strings.Replace(base, "Paris.\n", "Paris.\n- Bob likes jazz.\n", 1))
+	if _, err := e.gov.Approve(e.ctx, it.Record.ID, e.review()); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFile("MEMORY.md", edited)
+	e.stays("MEMORY.md", edited)
+	if now := e.waitActive("moved to Berlin"); now.SlotID != first.SlotID || now.Supersedes != first.ID {
+		t.Fatalf("approved %+v, want a new version of slot %s superseding %s", now, first.SlotID, first.ID)
+	}
+	if r := e.active("lives in Paris"); r != nil {
+		t.Fatalf("the old value is still active: %+v", r)
+	}
+}

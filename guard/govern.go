@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/memgate/memgate/facts"
 	"github.com/memgate/memgate/guard/markdown"
 	"github.com/memgate/memgate/memory"
 )
@@ -91,7 +92,7 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 	if len(now) > g.o.MaxEntries {
 		return nil, refuse(ReasonTooMany, "%s has %d entries, over the guard's cap of %d", g.rel(p), len(now), g.o.MaxEntries)
 	}
-	plan := markdown.Diff(old, now)
+	plan := diff(old, now)
 	if len(plan.Changes) == 0 && string(content) == st.Content {
 		return content, nil
 	}
@@ -309,7 +310,7 @@ func onTop(base, agent, onto []byte) []byte {
 			texts[e.Text]++
 		}
 	}
-	for _, c := range markdown.Diff(markdown.Parse(base), av).Changes {
+	for _, c := range diff(markdown.Parse(base), av).Changes {
 		switch c.Kind {
 		case markdown.Added:
 			insert(c.New)
@@ -520,4 +521,15 @@ func kindName(k markdown.ChangeKind) string {
 		return "a removed entry in"
 	}
 	return "a change in"
+}
+
+// diff compares two versions of a file's entries, pairing an entry with
+// its edit also when the edit changed most of its words but states a new
+// value of the same fact (facts.Compare, the fact matcher's comparison):
+// an edited value is an update of the entry's slot, judged as an override.
+func diff(old, new []markdown.Entry) markdown.Plan {
+	return markdown.DiffRelated(old, new, func(oldSummary, newSummary string) bool {
+		rel, _ := facts.Compare(newSummary, oldSummary)
+		return rel == facts.Update || rel == facts.Repeat
+	})
 }

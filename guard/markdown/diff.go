@@ -108,7 +108,15 @@ type span struct {
 // and Japanese counted by character, at least 0.5), keeping their order.
 // The rest are Added or Removed. Changes come in new-file order, a removed
 // entry where it was (before what was added in its place).
-func Diff(old, new []Entry) Plan {
+func Diff(old, new []Entry) Plan { return DiffRelated(old, new, nil) }
+
+// DiffRelated is Diff where entries that related reports to state one fact
+// also pair as Changed when their words differ too much for the word
+// similarity ("deploy region: us-east-1" edited to "deploy region is now
+// us-west-2"): an edited value is an update of its entry's slot, not a
+// removal and an addition. related gets the old and the new entry's
+// Summary; nil relates nothing.
+func DiffRelated(old, new []Entry, related func(oldSummary, newSummary string) bool) Plan {
 	om, nm := make([]int, len(old)), make([]int, len(new))
 	for i := range om {
 		om[i] = -1
@@ -163,7 +171,7 @@ func Diff(old, new []Entry) Plan {
 		if i < len(old) {
 			j = om[i]
 		}
-		for _, pr := range pairRange(old, new, om, nm, pi+1, i, pj+1, j, kept) {
+		for _, pr := range pairRange(old, new, om, nm, pi+1, i, pj+1, j, kept, related) {
 			om[pr[0]], nm[pr[1]], changed[pr[0]] = pr[1], pr[0], true
 		}
 		pi, pj = i, j
@@ -395,7 +403,7 @@ func matchRuns(a, b []int, om, nm []int) {
 
 // pairRange pairs the unmatched old entries in [i0, i1) with the unmatched
 // new ones in [j0, j1) as Changed, section by section.
-func pairRange(old, new []Entry, om, nm []int, i0, i1, j0, j1 int, kept bool) [][2]int {
+func pairRange(old, new []Entry, om, nm []int, i0, i1, j0, j1 int, kept bool, related func(string, string) bool) [][2]int {
 	var os, ns []int
 	for i := i0; i < i1; i++ {
 		if om[i] < 0 {
@@ -435,14 +443,14 @@ func pairRange(old, new []Entry, om, nm []int, i0, i1, j0, j1 int, kept bool) []
 			}
 			continue
 		}
-		out = append(out, pairSimilar(old, new, so, sn)...)
+		out = append(out, pairSimilar(old, new, so, sn, related)...)
 	}
 	return out
 }
 
-// pairSimilar pairs similar entries (Jaccard >= 0.5) keeping their order:
-// the most pairs, then the most similar.
-func pairSimilar(old, new []Entry, so, sn []int) [][2]int {
+// pairSimilar pairs similar entries (Jaccard >= 0.5, or related) keeping
+// their order: the most pairs, then the most similar.
+func pairSimilar(old, new []Entry, so, sn []int, related func(string, string) bool) [][2]int {
 	const maxCells = 1 << 16
 	if len(so)*len(sn) > maxCells {
 		return nil // a rewrite this large is adds and removes
@@ -469,7 +477,11 @@ func pairSimilar(old, new []Entry, so, sn []int) [][2]int {
 			if c := dp[x*w+y+1]; better(c, best) {
 				best = c
 			}
-			if s := jaccard(to[x], tn[y]); s >= 0.5 {
+			s := jaccard(to[x], tn[y])
+			if s < 0.5 && related != nil && related(old[so[x]].Summary(), new[sn[y]].Summary()) {
+				s = 0.5 // one fact: as similar as a pair must be
+			}
+			if s >= 0.5 {
 				sim[x*len(sn)+y] = s
 				c := dp[(x+1)*w+y+1]
 				c.n++

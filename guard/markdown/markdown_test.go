@@ -488,6 +488,33 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// TestDiffRelated: entries related as one fact pair as Changed although
+// their words differ too much for the word similarity; without the
+// relation they are a removal and an addition.
+func TestDiffRelated(t *testing.T) {
+	old := Parse([]byte("# M\n\n- The user lives in Paris.\n- Alice has two cats.\n"))
+	new := Parse([]byte("# M\n\n- The user moved to Berlin last spring.\n- Bob likes jazz.\n- Alice has two cats.\n"))
+	related := func(o, n string) bool { return strings.Contains(o, "lives in") && strings.Contains(n, "moved to") }
+	for _, tc := range []struct {
+		name    string
+		related func(string, string) bool
+		want    []ChangeKind
+	}{
+		{"unrelated", nil, []ChangeKind{Removed, Added, Added}},
+		{"related", related, []ChangeKind{Changed, Added}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []ChangeKind
+			for _, c := range DiffRelated(old, new, tc.related).Changes {
+				got = append(got, c.Kind)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("kinds %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestDiffEntries(t *testing.T) {
 	// Old and New point at the entries of each version.
 	old, new := Parse([]byte(mdMemory)), Parse([]byte(mdEditText(mdMemory, mdAlice, mdAlice+mdDarkMode, "short answers.", "short answers, always.")))
