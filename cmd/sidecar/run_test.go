@@ -33,7 +33,9 @@ func (j *journal) String() string {
 // failingListener fails its first Accept.
 type failingListener struct{ net.Listener }
 
-func (failingListener) Accept() (net.Conn, error) { return nil, errors.New("accept: too many open files") }
+func (failingListener) Accept() (net.Conn, error) {
+	return nil, errors.New("accept: too many open files")
+}
 
 // testDaemon is a daemon with one listener (ln, or a fresh loopback one),
 // the given loops, and a closer that records it ran; run's outcome arrives
