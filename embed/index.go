@@ -86,7 +86,7 @@ type Index struct {
 	stopped atomic.Bool
 }
 
-// New checks o and returns an Index; Open starts it.
+// New checks o and returns an Index; Run (or Open and Close) runs it.
 func New(o Options) (*Index, error) {
 	if o.Client == nil {
 		return nil, errors.New("embed: a client is required")
@@ -160,6 +160,24 @@ func (x *Index) Close(ctx context.Context) error {
 		<-x.done // the requests in flight end with the context
 		return fmt.Errorf("embed: close: %w", ctx.Err())
 	}
+}
+
+// StopGrace is how long Run lets a request in flight finish once its
+// context ends, before it abandons the request.
+const StopGrace = 5 * time.Second
+
+// Run opens the index and runs the worker until ctx ends, then stops it as
+// Close does, giving a request in flight StopGrace to finish. It returns
+// nil, or Open's error, or Close's when the grace ran out (the request was
+// abandoned; its records are embedded at the next start).
+func (x *Index) Run(ctx context.Context) error {
+	if err := x.Open(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+	defer cancel()
+	return x.Close(c)
 }
 
 // Changed tells the index that record id now has text and is, or is no

@@ -470,3 +470,33 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Run is Open, then Close once its context ends: the worker embeds what
+// it is told meanwhile, and Run returns nil after a clean stop.
+func TestRunEmbedsUntilItsContextEnds(t *testing.T) {
+	f := newFixture(t, embedtest.Options{Dim: 16})
+	c, err := embed.NewClient(embed.ClientOptions{URL: f.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := embed.New(embed.Options{Client: c, Scan: f.recs.scan, Store: f.store, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- x.Run(ctx) }()
+	f.facts(t, x, 2)
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+	if err := x.Run(t.Context()); err == nil {
+		t.Fatal("a second Run succeeded")
+	}
+}

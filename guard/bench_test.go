@@ -33,6 +33,8 @@ type benchEnv struct {
 	st  *store.Store
 	gov *memory.Governor
 	g   *Guard
+	// stop ends the guard's Run and waits for it.
+	stop func() error
 }
 
 func newBenchEnv(b *testing.B) *benchEnv {
@@ -54,9 +56,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: cls})
 	b.Cleanup(func() {
 		if e.g != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := e.g.Stop(ctx); err != nil {
+			if err := e.stop(); err != nil {
 				b.Error(err)
 			}
 		}
@@ -74,9 +74,10 @@ func (e *benchEnv) startGuard() time.Duration {
 		e.b.Fatal(err)
 	}
 	t0 := time.Now()
-	if err := g.Start(e.ctx); err != nil {
-		e.b.Fatal(err)
-	}
+	ctx, halt := context.WithCancel(e.ctx)
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	e.stop = func() error { halt(); return <-done }
 	select {
 	case <-g.Ready():
 	case <-time.After(10 * time.Minute):

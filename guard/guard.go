@@ -74,7 +74,7 @@ const (
 	DefaultMaxEntries   = 2000
 )
 
-// Guard watches the files. Start it once; Stop ends it.
+// Guard watches the files. Run it once; it ends with Run's context.
 type Guard struct {
 	o   Options
 	log *slog.Logger
@@ -94,11 +94,9 @@ type Guard struct {
 	refusedMu sync.Mutex         // refused is read by Refused, outside mu
 	refused   map[string]Refusal // path -> why the guard will not read or write it
 	ready     chan struct{}
-	cancel    context.CancelFunc
-	done      chan struct{}
 }
 
-// New returns a Guard; nothing runs until Start.
+// New returns a Guard; nothing runs until Run.
 func New(o Options) (*Guard, error) {
 	if o.Gov == nil || o.KV == nil || len(o.Dirs) == 0 {
 		return nil, errors.New("guard: Gov, KV and at least one directory are required")
@@ -157,50 +155,50 @@ func New(o Options) (*Guard, error) {
 		runID: "markdown-" + ulid.Make().String(), baselined: map[string]bool{}, roots: roots, refused: map[string]Refusal{}}, nil
 }
 
-// Start judges what changed while memgate was not watching (a file seen
-// for the first time is adopted as the baseline), then watches.
-func (g *Guard) Start(ctx context.Context) error {
+// Run judges what changed while memgate was not watching (a file seen
+// for the first time is adopted as the baseline), then watches until ctx
+// ends. It returns once the judging in progress is done, having released
+// the directories New opened: a Guard runs once. A watch that cannot be
+// set up is an error.
+func (g *Guard) Run(ctx context.Context) error {
+	defer g.release()
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("guard: %w", err)
 	}
+	defer w.Close()
 	// Decisions taken from now on are followed in the audit log; those
 	// taken before are caught by the reconciliation below.
 	g.cursor = ulid.MustNew(ulid.Timestamp(time.Now().Add(-time.Second)), zeroEntropy{}).String()
 	for _, dir := range g.o.Dirs {
 		if err := g.watchTree(w, dir); err != nil {
-			w.Close()
 			return err
 		}
 	}
-	ctx, g.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	g.done = make(chan struct{})
-	go func() {
-		// The first pass judges every file (a workspace of many files takes
-		// a while), then the watch takes over; events that came meanwhile
-		// are queued in the watcher.
-		g.mu.Lock()
-		start := time.Now()
-		err := g.loadFiles(ctx)
-		if err == nil {
-			err = g.scanAll(ctx, start)
-		}
-		if err == nil {
-			err = g.markBaselined(ctx)
-		}
-		if err == nil {
-			err = g.reconcileAll(ctx)
-		}
-		n := len(g.files)
-		g.mu.Unlock()
-		if err != nil {
-			g.log.Error("judging guarded files at start; the periodic rescan tries again", "err", err)
-		}
-		g.log.Info("guarding Markdown memory", "dirs", g.o.Dirs, "globs", g.o.Globs, "files", n,
-			"took", time.Since(start).Round(time.Millisecond).String())
-		close(g.ready)
-		g.run(ctx, w)
-	}()
+	// The first pass judges every file (a workspace of many files takes a
+	// while), then the watch takes over; events that came meanwhile are
+	// queued in the watcher.
+	g.mu.Lock()
+	start := time.Now()
+	err = g.loadFiles(ctx)
+	if err == nil {
+		err = g.scanAll(ctx, start)
+	}
+	if err == nil {
+		err = g.markBaselined(ctx)
+	}
+	if err == nil {
+		err = g.reconcileAll(ctx)
+	}
+	n := len(g.files)
+	g.mu.Unlock()
+	if err != nil && ctx.Err() == nil {
+		g.log.Error("judging guarded files at start; the periodic rescan tries again", "err", err)
+	}
+	g.log.Info("guarding Markdown memory", "dirs", g.o.Dirs, "globs", g.o.Globs, "files", n,
+		"took", time.Since(start).Round(time.Millisecond).String())
+	close(g.ready)
+	g.run(ctx, w)
 	return nil
 }
 
@@ -214,16 +212,9 @@ func (g *Guard) RunID() string { return g.runID }
 // Ready is closed once the files have been judged at start.
 func (g *Guard) Ready() <-chan struct{} { return g.ready }
 
-// Stop ends the watch and waits for the judging in progress.
-func (g *Guard) Stop(ctx context.Context) error {
-	if g.cancel != nil {
-		g.cancel()
-		select {
-		case <-g.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+// release closes the directories New opened and the replaced files held
+// open; Run ends with it.
+func (g *Guard) release() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for dir, fd := range g.roots {
@@ -234,7 +225,6 @@ func (g *Guard) Stop(ctx context.Context) error {
 		h.f.Close()
 	}
 	g.held = nil
-	return nil
 }
 
 // watchTree watches dir and every directory below it (fsnotify is not
@@ -263,8 +253,6 @@ func (g *Guard) watchTree(w *fsnotify.Watcher, dir string) error {
 }
 
 func (g *Guard) run(ctx context.Context, w *fsnotify.Watcher) {
-	defer close(g.done)
-	defer w.Close()
 	due := map[string]time.Time{} // path -> when its first unjudged event came
 	var quiet <-chan time.Time
 	tick := time.NewTicker(g.o.Poll)

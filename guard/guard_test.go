@@ -34,6 +34,8 @@ type env struct {
 	cls   *policy.Classifier
 	gov   *memory.Governor
 	g     *guard.Guard
+	done  chan error // the guard's Run returns into it
+	halt  context.CancelFunc
 	met   *guard.Metrics
 	reg   *prometheus.Registry
 	ctx   context.Context
@@ -88,11 +90,13 @@ func (e *env) startGuard() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if err := g.Start(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
+	ctx, halt := context.WithCancel(e.ctx)
+	e.done, e.halt = make(chan error, 1), halt
+	go func() { e.done <- g.Run(ctx) }()
 	select {
 	case <-g.Ready():
+	case err := <-e.done:
+		e.t.Fatalf("the guard stopped at start: %v", err)
 	case <-time.After(30 * time.Second):
 		e.t.Fatal("the guard did not judge the files at start")
 	}
@@ -101,10 +105,14 @@ func (e *env) startGuard() {
 
 func (e *env) stop() {
 	if e.g != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := e.g.Stop(ctx); err != nil {
-			e.t.Fatal(err)
+		e.halt()
+		select {
+		case err := <-e.done:
+			if err != nil {
+				e.t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			e.t.Fatal("the guard did not stop within 5s")
 		}
 		e.g = nil
 	}

@@ -72,7 +72,7 @@ func (e *ienv) open() {
 
 func (e *ienv) close() {
 	if e.g != nil {
-		must(e.t, e.g.Stop(context.Background()))
+		e.g.release()
 		must(e.t, e.st.Close())
 		e.g = nil
 	}

@@ -113,10 +113,7 @@ func TestSharedOutboxDeliversEachNoticeOnce(t *testing.T) {
 		o := quickOpts
 		o.Store, o.Instance, o.Poll, o.Now = shared, name, 5*time.Millisecond, clock.Now
 		ob := notify.NewOutbox(o)
-		if err := ob.Start(ctx, got.notifier(name)); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ob.Stop(context.Background()) })
+		t.Cleanup(runOutbox(t, ob, got.notifier(name)))
 	}
 	var want []string
 	for i := range 40 {
@@ -176,10 +173,7 @@ func TestSharedOutboxLeavesAnotherOutboxesNotices(t *testing.T) {
 	o := quickOpts
 	o.Store, o.Instance, o.Now = shared, "alive", clock.Now
 	ob := notify.NewOutbox(o)
-	if err := ob.Start(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ob.Stop(context.Background()) })
+	t.Cleanup(runOutbox(t, ob, rec))
 	claims := shared.claimCount()
 	ob.Wake()
 	eventually(t, "two passes", func() bool { return shared.claimCount() >= claims+2 || len(rec.delivered()) > 0 })
@@ -231,10 +225,7 @@ func TestRemindersOfSeveralInstancesGoOutOnce(t *testing.T) {
 	o := quickOpts
 	o.Store, o.Instance, o.Now, o.Poll = shared, "a", clock.Now, 5*time.Millisecond
 	ob := notify.NewOutbox(o)
-	if err := ob.Start(ctx, rems[0].Once(rec)); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ob.Stop(context.Background()) })
+	t.Cleanup(runOutbox(t, ob, rems[0].Once(rec)))
 	remindersSent := func() int {
 		n := 0
 		for _, d := range rec.delivered() {

@@ -34,9 +34,7 @@ func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
 		return false, &notify.DeliveryError{Reason: notify.ReasonConfig, Err: errors.New("invalid_auth")}
 	}}
 	parked := e.park("alpha")
-	if err := e.outbox.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 
 	// Each attempt waits about twice as long as the one before (±20 %
 	// jitter), never longer than Max.
@@ -92,9 +90,7 @@ func TestOutboxThisNoticeOnlyFailureHoldsNoOneUp(t *testing.T) {
 		}
 		return false, nil
 	}}
-	if err := e.outbox.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	eventually(t, "the other record's notice", func() bool { return joined(rec.delivered()) == "parked:"+second.ID })
 	n := e.notices()
 	if len(n) != 1 || n[0].RecordID != first.ID || n[0].Attempts != 1 || !n[0].NextAttempt.After(clk.Now()) {

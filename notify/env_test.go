@@ -31,6 +31,7 @@ type env struct {
 	gov    *memory.Governor
 	outbox *notify.Outbox
 	opts   notify.OutboxOptions
+	stop   func() // ends the outbox's Run, if start began it
 }
 
 func newEnv(t *testing.T, opts notify.OutboxOptions) *env {
@@ -59,15 +60,40 @@ func (e *env) close() {
 	if e.st == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := e.outbox.Stop(ctx); err != nil {
-		e.t.Error(err)
+	if e.stop != nil {
+		e.stop()
+		e.stop = nil
 	}
 	if err := e.st.Close(); err != nil {
 		e.t.Error(err)
 	}
 	e.st = nil
+}
+
+// start runs the outbox, delivering through n, until the env closes.
+func (e *env) start(n notify.Notifier) {
+	e.t.Helper()
+	e.stop = runOutbox(e.t, e.outbox, n)
+}
+
+// runOutbox runs ob in the background and returns what ends it: stop
+// cancels Run's context and waits (at most 10s) for it to return.
+func runOutbox(t *testing.T, ob *notify.Outbox, n notify.Notifier) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ob.Run(ctx, n) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("the outbox did not stop within 10s")
+		}
+	}
 }
 
 // restart stops the worker and closes the database, then opens both again,

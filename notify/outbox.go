@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -114,15 +113,12 @@ type Outbox struct {
 	wake     chan struct{}
 	writable func() error
 	retryNow atomic.Bool // set by RetryNow, taken by the worker's next pass
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	running  atomic.Bool // Run is running: one worker at a time
 }
 
 var _ Waker = (*Outbox)(nil)
 
-// NewOutbox returns an Outbox with defaults filled in; Start runs it.
+// NewOutbox returns an Outbox with defaults filled in; Run runs it.
 func NewOutbox(o OutboxOptions) *Outbox {
 	ob := &Outbox{store: o.Store, log: o.Logger, metrics: o.Metrics, now: o.Now,
 		backoff: o.Backoff.withDefaults(), poll: o.Poll, timeout: o.Timeout, wake: make(chan struct{}, 1),
@@ -162,7 +158,7 @@ func DefaultInstance() string {
 }
 
 // Wake tells the worker there is something new to deliver. It never blocks
-// and is safe before Start (the signal waits) and on a nil Outbox.
+// and is safe before Run (the signal waits) and on a nil Outbox.
 func (o *Outbox) Wake() {
 	if o == nil {
 		return
@@ -176,7 +172,7 @@ func (o *Outbox) Wake() {
 // RetryNow tells the worker to deliver every waiting notice now instead of
 // when its backoff ends, and to end a pause: call it when a problem that
 // failed every delivery is known to be fixed (the Slack check passes again
-// after a bot was invited to its channel). Safe before Start and on a nil
+// after a bot was invited to its channel). Safe before Run and on a nil
 // Outbox; a notice that fails again is rescheduled as usual.
 func (o *Outbox) RetryNow() {
 	if o == nil {
@@ -186,41 +182,22 @@ func (o *Outbox) RetryNow() {
 	o.Wake()
 }
 
-// Start runs the worker until Stop or until ctx ends, delivering through n.
-func (o *Outbox) Start(ctx context.Context, n Notifier) error {
+// Run delivers through n until ctx ends, then returns nil; an outbox
+// without a store or notifier, or one already running, is an error. An
+// interrupted delivery leaves its notice in the outbox for the next run.
+// The notifier is Run's argument, not an option, because it is made after
+// the outbox: the outbox wakes the governor's notices, and the integration
+// that delivers them (Slack) needs the governor.
+func (o *Outbox) Run(ctx context.Context, n Notifier) error {
 	if o.store == nil || n == nil {
 		return errors.New("notify: an outbox needs a store and a notifier")
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.done != nil {
-		return errors.New("notify: outbox already started")
+	if !o.running.CompareAndSwap(false, true) {
+		return errors.New("notify: outbox already running")
 	}
-	ctx, o.cancel = context.WithCancel(ctx)
-	o.done = make(chan struct{})
-	go func() {
-		defer close(o.done)
-		o.run(ctx, n)
-	}()
+	defer o.running.Store(false)
+	o.run(ctx, n)
 	return nil
-}
-
-// Stop ends the worker and waits for it (or for ctx). An interrupted
-// delivery leaves its notice in the outbox for the next start.
-func (o *Outbox) Stop(ctx context.Context) error {
-	o.mu.Lock()
-	cancel, done := o.cancel, o.done
-	o.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("notify: stopping the outbox: %w", ctx.Err())
-	}
 }
 
 func (o *Outbox) run(ctx context.Context, n Notifier) {

@@ -21,9 +21,7 @@ var quickOpts = notify.OutboxOptions{Poll: time.Hour, Backoff: notify.Backoff{In
 func TestOutboxDeliversOnWakeAndDeletes(t *testing.T) {
 	e := newEnv(t, quickOpts)
 	rec := &recorder{}
-	if err := e.outbox.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	r := e.park("alpha")
 	eventually(t, "the parked notice", func() bool { return len(rec.delivered()) == 1 })
 	if got, want := joined(rec.delivered()), "parked:"+r.ID; got != want {
@@ -47,9 +45,7 @@ func TestOutboxRetriesWithBackoffAndRetryAfter(t *testing.T) {
 		return false, nil
 	}}
 	r := e.park("alpha")
-	if err := e.outbox.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	// After the first failure the notice is still there, with its attempt.
 	eventually(t, "a recorded failure", func() bool {
 		n := e.notices()
@@ -81,9 +77,7 @@ func TestOutboxDropsPermanentFailures(t *testing.T) {
 		}
 		return false, nil
 	}}
-	if err := e.outbox.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 	if got, want := joined(rec.delivered()), "parked:"+second.ID; got != want {
 		t.Fatalf("delivered %q, want %q", got, want)
@@ -115,9 +109,7 @@ func TestOutboxKeepsRecordOrder(t *testing.T) {
 		}
 		return false, nil
 	}}
-	if err := e.outbox.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	eventually(t, "three deliveries", func() bool { return len(rec.delivered()) == 3 })
 	got := rec.delivered()
 	pos := map[string]int{}
@@ -137,9 +129,7 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 	down := &recorder{answer: func(int, []*memory.Notice) (bool, error) {
 		return true, &notify.DeliveryError{Reason: notify.ReasonNetwork, Err: errors.New("dial tcp: connection refused")}
 	}}
-	if err := e.outbox.Start(context.Background(), down); err != nil {
-		t.Fatal(err)
-	}
+	e.start(down)
 	r := e.park("alpha")
 	eventually(t, "a failed attempt", func() bool { n := e.notices(); return len(n) == 1 && n[0].Attempts >= 1 })
 
@@ -148,9 +138,7 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart the outbox holds %+v", n)
 	}
 	up := &recorder{}
-	if err := e.outbox.Start(context.Background(), up); err != nil {
-		t.Fatal(err)
-	}
+	e.start(up)
 	// No new transition wakes this worker: it finds the old notice by itself.
 	eventually(t, "delivery after the restart", func() bool { return len(up.delivered()) == 1 })
 	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
@@ -172,9 +160,7 @@ func TestOutboxCoalescesRollbacksOfOneTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &recorder{}
-	if err := e.outbox.Start(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	eventually(t, "the rollback batch", func() bool { return len(rec.delivered()) == 3 })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
@@ -199,9 +185,7 @@ func TestOutboxPausesWhileTheStoreTakesNoWrites(t *testing.T) {
 	e := newEnv(t, opts)
 	rec := &recorder{}
 	r := e.park("alpha")
-	if err := e.outbox.Start(context.Background(), rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	time.Sleep(200 * time.Millisecond) // several passes' worth of the quick backoff
 	if n := rec.callCount(); n != 0 {
 		t.Fatalf("%d deliveries while the store took no writes, want 0", n)

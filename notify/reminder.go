@@ -7,7 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -63,12 +63,10 @@ type Reminder struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	running atomic.Bool // Run is running: one loop at a time
 }
 
-// NewReminder returns a Reminder with defaults filled in; Start runs it.
+// NewReminder returns a Reminder with defaults filled in; Run runs it.
 func NewReminder(o ReminderOptions) *Reminder {
 	r := &Reminder{store: o.Store, kv: o.KV, after: o.After, every: o.Every, waker: o.Waker,
 		log: o.Logger, now: o.Now}
@@ -87,50 +85,28 @@ func NewReminder(o ReminderOptions) *Reminder {
 	return r
 }
 
-// Start looks at the queue every Every until Stop or until ctx ends.
-func (r *Reminder) Start(ctx context.Context) error {
+// Run looks at the queue every Every until ctx ends, then returns nil; a
+// reminder without a store or key-value area, or one already running, is
+// an error.
+func (r *Reminder) Run(ctx context.Context) error {
 	if r.store == nil || r.kv == nil {
 		return errors.New("notify: a reminder needs a store and a key-value area")
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.done != nil {
-		return errors.New("notify: reminder already started")
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("notify: reminder already running")
 	}
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	go func() {
-		defer close(r.done)
-		t := time.NewTicker(r.every)
-		defer t.Stop()
-		for {
-			if _, err := r.Check(ctx); err != nil && ctx.Err() == nil {
-				r.log.Error("checking the review queue for reminders", "err", err)
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	defer r.running.Store(false)
+	t := time.NewTicker(r.every)
+	defer t.Stop()
+	for {
+		if _, err := r.Check(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error("checking the review queue for reminders", "err", err)
 		}
-	}()
-	return nil
-}
-
-// Stop ends the reminder loop and waits for it (or for ctx).
-func (r *Reminder) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.mu.Unlock()
-	if done == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("notify: stopping the reminder: %w", ctx.Err())
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
 	}
 }
 

@@ -42,9 +42,7 @@ func TestReminderReannouncesAndNeverDecides(t *testing.T) {
 
 	// Delivered (the worker deletes it); no new reminder before another hour.
 	rec := &recorder{}
-	if err := e.outbox.Start(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
+	e.start(rec)
 	eventually(t, "reminder delivered", func() bool { return len(reminders()) == 0 })
 	clock.Advance(30 * time.Minute)
 	check(0)

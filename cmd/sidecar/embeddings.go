@@ -22,10 +22,12 @@ import (
 // scans' time instead (embed/doc.go).
 const sharedReconcile = 5 * time.Second
 
-// openEmbeddings starts the optional semantic index (--embed-url): it
+// openEmbeddings makes the optional semantic index (--embed-url): it
 // embeds active records after their commit, never on a write's path, keeps
-// the vectors beside the records, and returns what search ranks with.
-// Without --embed-url it returns nil and search ranks lexically.
+// the vectors beside the records, and is what search ranks with. Its
+// worker runs with its Run; unfollow detaches it from Badger's commit feed
+// once the writers stopped. Without --embed-url it returns nil and search
+// ranks lexically.
 //
 // On Badger the commit feed tells the worker of each change. A shared
 // store (PostgreSQL) has no feed and other instances write to it: the
@@ -33,7 +35,7 @@ const sharedReconcile = 5 * time.Second
 // records, and keeps the vectors in the store's KV area, a namespace per
 // model, where each instance finds what another embedded instead of asking
 // the endpoint again.
-func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log *slog.Logger) (search.Semantic, func(), error) {
+func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log *slog.Logger) (x *embed.Index, unfollow func(), err error) {
 	if cfg.embedURL == "" {
 		return nil, func() {}, nil
 	}
@@ -56,17 +58,13 @@ func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log 
 	if b.Badger == nil {
 		vectors, every = kvEmbedStore{kv, embedNamespace(client.Model())}, sharedReconcile
 	}
-	x, err := embed.New(embed.Options{Client: client, Scan: activeTexts(b.Store), Store: vectors, Reconcile: every, Logger: log, Metrics: met})
+	x, err = embed.New(embed.Options{Client: client, Scan: activeTexts(b.Store), Store: vectors, Reconcile: every, Logger: log, Metrics: met})
 	if err != nil {
 		return nil, nil, err
 	}
-	stop := func() {}
+	unfollow = func() {}
 	if b.Badger != nil {
-		stop = b.Badger.Follow(embedFeed{x})
-	}
-	if err := x.Open(); err != nil { // loading and the first pass run in the background
-		stop()
-		return nil, nil, err
+		unfollow = b.Badger.Follow(embedFeed{x}) // changes wait in the queue until Run starts the worker
 	}
 	if every > 0 {
 		log.Info("semantic search on: active records are embedded by a periodic pass over the shared store",
@@ -74,14 +72,7 @@ func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log 
 	} else {
 		log.Info("semantic search on: active records are embedded after commit", "url", client.Endpoint(), "model", client.Model())
 	}
-	return x, func() {
-		stop()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := x.Close(ctx); err != nil {
-			log.Warn("closing the embeddings worker", "err", err)
-		}
-	}, nil
+	return x, unfollow, nil
 }
 
 // activeTexts is the worker's scan: the id and text of every active record

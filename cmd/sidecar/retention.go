@@ -21,15 +21,16 @@ type retentionWorker struct {
 	log      *slog.Logger
 }
 
-// run rounds until ctx ends.
-func (w *retentionWorker) run(ctx context.Context) {
+// Run rounds until ctx ends, then returns nil: a failed round is logged,
+// counted and tried again at the next.
+func (w *retentionWorker) Run(ctx context.Context) error {
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
 	for {
 		w.round(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
 	}

@@ -14,8 +14,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -210,53 +208,72 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
+// serve runs the sidecar: build, then run until ctx ends (SIGTERM, SIGINT)
+// or a listener or loop fails.
 func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
-	start := time.Now()
 	log, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
 	if err != nil {
 		return err
 	}
+	s, err := build(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	return s.run(ctx)
+}
+
+// build makes everything the sidecar runs from its configuration: the
+// store, the policy engine, the governor, the search index, the dialects'
+// routes on two bound listeners, and the background loops, none started.
+// When it fails it closes what it opened.
+func build(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daemon, err error) {
+	s := &daemon{log: log, started: time.Now()}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
 	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
+		return nil, fmt.Errorf("data directory: %w", err)
 	}
 	keys, err := agentKeys(cfg, os.Getenv, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	token, err := adminToken(cfg.dataDir, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	b, err := openBackend(ctx, cfg, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() {
+	s.onClose(func() { // the last closer: every writer has stopped
 		if err := b.Close(); err != nil {
 			log.Error("closing the store", "err", err)
 		}
-	}()
+	})
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	met, err := metrics.New(reg, metrics.WithPolicyErrorReason(policy.ErrorReason))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	httpMet, err := metrics.NewHTTP(reg) // wraps both listeners below
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := metrics.RegisterBuildInfo(reg); err != nil {
-		return err
+		return nil, err
 	}
 
 	pol, err := openPolicy(ctx, cfg, log, met)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer pol.close()
+	s.onClose(pol.close)
 
 	// Slack is on with a bot token; the outbox then takes every notice in
 	// the transaction that causes it.
@@ -264,7 +281,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	var waker memory.Notified
 	if cfg.slack.Enabled() {
 		if err := cfg.slack.Validate(); err != nil {
-			return err
+			return nil, err
 		}
 		outbox = notify.NewOutbox(notify.OutboxOptions{Store: b.Store, Logger: log, Metrics: notify.NewMetrics(reg), Writable: b.Writable})
 		waker = outbox
@@ -273,52 +290,56 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if cfg.judgeURL != "" {
 		onResult, err := metrics.NewJudge(reg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		j, err := memjudge.New(memjudge.Options{URL: cfg.judgeURL, Model: cfg.judgeModel, Timeout: cfg.judgeTimeout,
 			APIKey: os.Getenv("MEMGATE_JUDGE_API_KEY"), Logger: log, OnResult: onResult})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		judge = j
 		log.Info("judge on", "url", j.Endpoint(), "model", j.Model(), "timeout", cfg.judgeTimeout.String())
 	}
 	mode, err := memory.ParsePolicyMode(cfg.policyMode)
 	if err != nil {
-		return fmt.Errorf("--policy-mode: %w", err)
+		return nil, fmt.Errorf("--policy-mode: %w", err)
 	}
 	if mode == memory.PolicyShadow {
 		log.Warn("policy mode shadow: writes policy would park or reject are applied (secrets are still rejected) and listed by `sidecar review list --shadow`")
 	}
 	scanner, err := secrets.New()
 	if err != nil {
-		return fmt.Errorf("secret scanner: %w", err)
+		return nil, fmt.Errorf("secret scanner: %w", err)
 	}
 	// One index of the active layer that every dialect and the governor's
 	// List read through: following Badger's commits, or scanning a store
 	// without a commit feed on each read.
-	semantic, closeEmbeddings, err := openEmbeddings(cfg, b, reg, log)
+	embeddings, unfollowEmbeddings, err := openEmbeddings(cfg, b, reg, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeEmbeddings()
+	s.onClose(unfollowEmbeddings)
+	var semantic search.Semantic
+	if embeddings != nil {
+		semantic = embeddings
+		s.loops = append(s.loops, loop{"the embeddings worker", embeddings.Run})
+	}
 	index, err := search.Open(ctx, b.Search, search.Options{Semantic: semantic, Logger: log})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer index.Close()
+	s.onClose(index.Close)
 
 	matcher, err := factMatcher(cfg, index, log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	gov := memory.NewGovernor(memory.Options{Store: b.Store, Classifier: met.InstrumentClassifier(pol.classifier), Logger: log,
 		PolicyTimeout: cfg.policyTimeout, Outbox: outbox != nil, Waker: waker, Observer: met, Judge: judge, Secrets: scanner,
 		Active: index, PolicyMode: mode, Facts: matcher})
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Disk: b.Disk, Outbox: b.Store, Logger: log}))
 
-	var ready atomic.Bool
-	var markdownGuard atomic.Pointer[guard.Guard] // set once the guard runs: /readyz reports its refusals
+	var markdownGuard *guard.Guard // /readyz reports its refusals
 	agentMux := http.NewServeMux()
 	(&proxy.Native{Gov: gov, Search: index, Log: log, Keys: keys}).Register(agentMux)
 	var extractor mem0.Extractor
@@ -326,7 +347,7 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		ex, err := mem0.NewChatExtractor(mem0.ChatExtractorOptions{URL: cfg.extractorURL, Model: cfg.extractorModel,
 			APIKey: os.Getenv(extractorKeyVar)})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		extractor = ex
 	}
@@ -334,24 +355,18 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	// instance sees each event.
 	events := b.Events
 	if events == nil {
-		return fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (storeapi.KVScanner)", b.Where, b.Store)
+		return nil, fmt.Errorf("the store %s cannot keep Mem0's event log: %T does not scan and count a KV namespace (storeapi.KVScanner)", b.Where, b.Store)
 	}
-	// Background work on the store (an unfinished erasure, retention)
-	// stops and is waited for before the store closes.
-	bgCtx, stopBackground := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer func() { stopBackground(); background.Wait() }()
 	er := &eraser{gov: gov, kv: b.KV, events: events, compact: b.Compact, newID: memory.NewULIDSource(), log: log}
-	if v, ok := semantic.(interface {
-		Forget(ctx context.Context, ids []string) error
-	}); ok {
-		er.forget = v.Forget
+	if embeddings != nil {
+		er.forget = embeddings.Forget
 	}
-	background.Go(func() {
-		if err := er.Resume(bgCtx); err != nil && bgCtx.Err() == nil {
+	s.loops = append(s.loops, loop{"the unfinished erasures", func(ctx context.Context) error {
+		if err := er.Resume(ctx); err != nil && ctx.Err() == nil {
 			log.Error("an erasure a previous run began could not be finished; it is tried again at the next start", "err", err)
 		}
-	})
+		return nil
+	}})
 	var agentErase func(context.Context, memory.ErasureRequest) (memory.ErasureCounts, error)
 	if cfg.mem0DeleteErases {
 		agentErase = func(ctx context.Context, req memory.ErasureRequest) (memory.ErasureCounts, error) {
@@ -372,27 +387,27 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 	if cfg.retentionInterval > 0 {
 		rm, err := metrics.NewRetention(reg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rules := func() memory.Retention { return memory.Retention{} }
 		if rp, ok := pol.classifier.(interface{ Retention() memory.Retention }); ok {
 			rules = rp.Retention
 		}
 		rw := &retentionWorker{gov: gov, rules: rules, interval: cfg.retentionInterval, batch: max(cfg.retentionBatch, 1), metrics: rm, log: log}
-		background.Go(func() { rw.run(bgCtx) })
+		s.loops = append(s.loops, loop{"the retention pass", rw.Run})
 	}
 	adminMux := http.NewServeMux()
 	(&proxy.Admin{Gov: gov, Log: log, Token: token, Replay: replayPolicy(gov), Snapshot: b.Snapshot, Audit: b.Audit,
 		Erase: func(ctx context.Context, req memory.ErasureRequest) (any, error) { return er.Erase(ctx, req) },
 		Ready: func(context.Context) error {
-			if !ready.Load() {
+			if !s.ready.Load() {
 				return errors.New("starting")
 			}
 			if err := b.notReady(); err != nil {
 				return err
 			}
-			if gd := markdownGuard.Load(); gd != nil {
-				return gd.Degraded() // a guarded file refused: governed no more until it is fixed
+			if markdownGuard != nil {
+				return markdownGuard.Degraded() // a guarded file refused: governed no more until it is fixed
 			}
 			return nil
 		}}).Register(adminMux)
@@ -404,102 +419,59 @@ func serve(ctx context.Context, cfg serveConfig, stderr io.Writer) error {
 		sl, err := slacknotify.New(cfg.slack, slacknotify.Deps{Gov: gov, KV: b.KV, Logger: log, Registerer: reg,
 			OnReady: outbox.RetryNow})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		adminMux.Handle("POST /slack/interactions", sl.Handler()) // Slack signs; no bearer token
 		rem := notify.NewReminder(notify.ReminderOptions{Store: b.Store, KV: b.KV, After: cfg.slack.RemindAfter, Waker: outbox, Logger: log})
-		if err := outbox.Start(ctx, rem.Once(sl)); err != nil { // each reminder round goes out once, whichever instance queued it
-			return err
-		}
-		if err := rem.Start(ctx); err != nil {
-			return err
-		}
-		if err := sl.Start(ctx); err != nil {
-			return err
-		}
-		defer func() { // runs before the store closes
-			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			for _, stop := range []func(context.Context) error{sl.Stop, rem.Stop, outbox.Stop} {
-				if err := stop(c); err != nil {
-					log.Warn("stopping the Slack loop", "err", err)
-				}
-			}
-		}()
+		notifier := rem.Once(sl) // each reminder round goes out once, whichever instance queued it
+		s.loops = append(s.loops,
+			loop{"the notification outbox", func(ctx context.Context) error { return outbox.Run(ctx, notifier) }},
+			loop{"the reminder", rem.Run},
+			loop{"the Slack loop", sl.Run})
 		log.Info("slack review loop on", "channel", cfg.slack.Channel, "socketMode", cfg.slack.AppToken != "")
 	}
 
-	agentLn, err := net.Listen("tcp", cfg.listen)
-	if err != nil {
-		return fmt.Errorf("agent listener: %w", err)
-	}
-	adminLn, err := net.Listen("tcp", cfg.adminListen)
-	if err != nil {
-		agentLn.Close()
-		return fmt.Errorf("admin listener: %w", err)
-	}
 	// Only JSON, only from agents: browser pages, rebound Host names and
 	// non-JSON writes are refused on both listeners.
 	browsers := proxy.BrowserPolicy{AllowedHosts: commaList(cfg.allowedHosts), AllowedOrigins: commaList(cfg.allowedOrigins)}
 	agentPolicy, adminPolicy := browsers, browsers
 	agentPolicy.RPCPaths = []string{"/mcp"}                   // JSON-RPC refusals, strict pre-scan of MCP bodies
 	adminPolicy.SignedPaths = []string{"/slack/interactions"} // form-encoded, signed by Slack
-	servers := []*http.Server{
-		newServer(httpMet.Instrument("agent", agentMux, proxy.RefuseBrowsers(proxy.JSONRoutes(agentMux), agentPolicy)), log),
-		newServer(httpMet.Instrument("admin", adminMux, proxy.RefuseBrowsers(proxy.JSONRoutes(adminMux), adminPolicy)), log),
+	agentSrv := newServer(httpMet.Instrument("agent", agentMux, proxy.RefuseBrowsers(proxy.JSONRoutes(agentMux), agentPolicy)), log)
+	agentSrv.RegisterOnShutdown(mcpSrv.Close) // open MCP streams must not hold up Shutdown
+	adminSrv := newServer(httpMet.Instrument("admin", adminMux, proxy.RefuseBrowsers(proxy.JSONRoutes(adminMux), adminPolicy)), log)
+	agentLn, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return nil, fmt.Errorf("agent listener: %w", err)
 	}
-	servers[0].RegisterOnShutdown(mcpSrv.Close) // open MCP streams must not hold up Shutdown
-	errc := make(chan error, 2)
-	for i, ln := range []net.Listener{agentLn, adminLn} {
-		go func() { errc <- servers[i].Serve(ln) }()
+	s.onClose(func() { agentLn.Close() }) // Serve closed it already, unless build failed
+	adminLn, err := net.Listen("tcp", cfg.adminListen)
+	if err != nil {
+		return nil, fmt.Errorf("admin listener: %w", err)
 	}
+	s.onClose(func() { adminLn.Close() })
+	s.listeners = []listener{{"agent listener", agentSrv, agentLn}, {"admin listener", adminSrv, adminLn}}
+
 	if len(cfg.guardDirs) > 0 {
 		gm, err := guard.NewMetrics(reg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if cfg.guardMaxFileBytes <= 0 || cfg.guardMaxEntries <= 0 {
-			return errors.New("--guard-max-file-bytes and --guard-max-entries must be positive")
+			return nil, errors.New("--guard-max-file-bytes and --guard-max-entries must be positive")
 		}
+		// Made last: its Run releases the directories New opens.
 		gd, err := guard.New(guard.Options{Gov: gov, KV: b.KV, Dirs: cfg.guardDirs, Globs: cfg.guardGlobs,
 			Subject: cfg.guardSubject, Logger: log, Metrics: gm, MaxFileBytes: cfg.guardMaxFileBytes, MaxEntries: cfg.guardMaxEntries})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := gd.Start(ctx); err != nil {
-			return err
-		}
-		markdownGuard.Store(gd)
-		defer func() { // before the store closes
-			c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := gd.Stop(c); err != nil {
-				log.Warn("stopping the Markdown guard", "err", err)
-			}
-		}()
+		markdownGuard = gd
+		s.loops = append(s.loops, loop{"the Markdown guard", gd.Run})
 	}
-	ready.Store(true)
-	log.Info("memgate ready", "agent", agentLn.Addr().String(), "admin", adminLn.Addr().String(),
-		"data", cfg.dataDir, "store", b.Where, "durability", durability(cfg), "policy", pol.describe, "startup", time.Since(start).Round(time.Millisecond).String())
-
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		log.Error("listener failed", "err", err)
-	}
-	ready.Store(false)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, s := range servers {
-		if serr := s.Shutdown(shutdownCtx); serr != nil {
-			log.Warn("shutdown", "err", serr)
-		}
-	}
-	log.Info("memgate stopped")
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return err
+	s.readyLog = []any{"agent", agentLn.Addr().String(), "admin", adminLn.Addr().String(),
+		"data", cfg.dataDir, "store", b.Where, "durability", durability(cfg), "policy", pol.describe}
+	return s, nil
 }
 
 func newServer(h http.Handler, log *slog.Logger) *http.Server {

@@ -33,8 +33,7 @@ const (
 	recheckFirst  = time.Minute
 	recheckMax    = 10 * time.Minute
 	recheckWhenOK = 10 * time.Minute
-	// checkTimeout bounds one check; the first one runs inside Start, so it
-	// also bounds how long a start waits for an unreachable Slack.
+	// checkTimeout bounds one check (the first runs as Run begins).
 	checkTimeout = 10 * time.Second
 )
 
@@ -80,7 +79,7 @@ type health struct {
 // memgate_slack_ready and memgate_slack_check_failures_total, logs a failure
 // as a warning naming the fix, and when Slack becomes ready (the first
 // check, or after a failure) calls Deps.OnReady so notices waiting out a
-// backoff are sent now. Start runs it at once and then periodically; a nil
+// backoff are sent now. Run runs it at once and then periodically; a nil
 // error means ready.
 func (s *Service) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)

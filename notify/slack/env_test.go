@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
@@ -77,6 +78,7 @@ type env struct {
 	outbox  *notify.Outbox
 	svc     *slacknotify.Service
 	admin   *httptest.Server
+	stop    func()               // ends this run's outbox and Slack loops and waits for them
 	reg     *prometheus.Registry // this run's metrics (a restart starts a new one)
 	logs    *syncBuffer          // every run's log
 	clicks  atomic.Int64
@@ -150,13 +152,18 @@ func (e *env) open() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := e.outbox.Start(ctx, e.svc); err != nil {
-		e.t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	var g errgroup.Group
+	g.Go(func() error { return e.outbox.Run(ctx, e.svc) })
+	g.Go(func() error { return e.svc.Run(ctx) })
+	e.stop = func() {
+		cancel()
+		if err := g.Wait(); err != nil {
+			e.t.Error(err)
+		}
 	}
-	if err := e.svc.Start(ctx); err != nil {
-		e.t.Fatal(err)
-	}
+	// Run begins with a check of the settings, as the sidecar's start does.
+	eventually(e.t, "the start-up check", e.svc.Checked)
 	mux := http.NewServeMux()
 	(&proxy.Admin{Gov: e.gov, Token: adminToken}).Register(mux)
 	mux.Handle("POST /slack/interactions", e.svc.Handler())
@@ -167,15 +174,8 @@ func (e *env) close() {
 	if e.st == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	e.admin.Close()
-	if err := e.svc.Stop(ctx); err != nil {
-		e.t.Error(err)
-	}
-	if err := e.outbox.Stop(ctx); err != nil {
-		e.t.Error(err)
-	}
+	e.stop()
 	if err := e.st.Close(); err != nil {
 		e.t.Error(err)
 	}

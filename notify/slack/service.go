@@ -3,10 +3,10 @@ package slack
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,14 +58,12 @@ type Service struct {
 	nudge     chan struct{} // a delivery met a settings error: re-check soon
 	onReady   func()
 
-	mu       sync.Mutex
-	cancel   context.CancelFunc
-	running  sync.WaitGroup
-	started  bool
+	started  atomic.Bool    // Run was called
+	running  sync.WaitGroup // Run's loops
 	handling sync.WaitGroup // interactions being handled
 }
 
-// New validates cfg and returns the integration; Start connects Socket Mode.
+// New validates cfg and returns the integration; Run connects Socket Mode.
 func New(cfg Config, d Deps) (*Service, error) {
 	if !cfg.Enabled() {
 		return nil, errors.New("slack: no bot token (MEMGATE_SLACK_BOT_TOKEN): Slack is off")
@@ -115,56 +113,24 @@ func (s *Service) clientOptions(hc *http.Client, appToken string) []slack.Option
 	return opts
 }
 
-// Start checks the Slack settings once (Check: the bot token, the channel;
+// Run checks the Slack settings once (Check: the bot token, the channel;
 // a failure is a warning, never an error: memgate runs and the review queue
 // works from the CLI), then re-checks them periodically and, with an app
-// token, connects Socket Mode, until Stop. The HTTP endpoint and the outbox
-// work without Start.
-func (s *Service) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return errors.New("slack: already started")
+// token, keeps Socket Mode connected, until ctx ends. It then waits for the
+// interactions being handled and returns nil; a second Run is an error.
+// The HTTP endpoint and the outbox work without Run.
+func (s *Service) Run(ctx context.Context) error {
+	if !s.started.CompareAndSwap(false, true) {
+		return errors.New("slack: already running")
 	}
-	s.started = true
-	ctx, s.cancel = context.WithCancel(ctx)
 	_ = s.Check(ctx) // logged and counted by Check
-	s.running.Add(1)
-	go func() {
-		defer s.running.Done()
-		s.checkLoop(ctx)
-	}()
-	if s.cfg.AppToken == "" {
-		return nil
+	s.running.Go(func() { s.checkLoop(ctx) })
+	if s.cfg.AppToken != "" {
+		s.running.Go(func() { s.socketMode(ctx) })
 	}
-	s.running.Add(1)
-	go func() {
-		defer s.running.Done()
-		s.socketMode(ctx)
-	}()
+	s.running.Wait()
+	s.handling.Wait()
 	return nil
-}
-
-// Stop closes Socket Mode and waits for interactions being handled.
-func (s *Service) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	cancel := s.cancel
-	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-	}
-	done := make(chan struct{})
-	go func() {
-		s.running.Wait()
-		s.handling.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("slack: stopping: %w", ctx.Err())
-	}
 }
 
 type metrics struct {
