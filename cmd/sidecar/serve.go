@@ -46,6 +46,7 @@ type serveConfig struct {
 	storeWait          time.Duration // how long start waits for a database that does not answer; 0: storeWait
 	listen             string
 	adminListen        string
+	debugListen        string
 	policyDir          string
 	policyBundle       string
 	policyTimeout      time.Duration
@@ -101,6 +102,7 @@ func (c *serveConfig) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.store, "store", "", "the memory database (env MEMGATE_STORE): empty for the embedded Badger store under --data-dir, or postgres://user@host:5432/db (also postgresql://) for one PostgreSQL database that a fleet of memgate instances shares: memory, review queue, audit log and Slack outbox")
 	fs.StringVar(&c.listen, "listen", "127.0.0.1:7600", "agent listener address (native, Mem0 and MCP APIs)")
 	fs.StringVar(&c.adminListen, "admin-listen", "127.0.0.1:7601", "admin listener address (review, rollback, metrics)")
+	fs.StringVar(&c.debugListen, "debug-listen", "", "loopback address serving Go's profiler (/debug/pprof/); empty: off")
 	fs.StringVar(&c.policyDir, "policy-dir", "", "directory of Rego policy replacing the built-in default (reloaded on change)")
 	fs.StringVar(&c.policyBundle, "policy-bundle", "", "URL of an OPA bundle to pull and poll instead of a local policy")
 	fs.DurationVar(&c.policyBundlePoll, "policy-bundle-poll", policy.DefaultBundlePollInterval, "how often the bundle server is asked for a new bundle")
@@ -451,6 +453,14 @@ func build(ctx context.Context, cfg serveConfig, log *slog.Logger) (_ *daemon, e
 	}
 	s.onClose(func() { adminLn.Close() })
 	s.listeners = []listener{{"agent listener", agentSrv, agentLn}, {"admin listener", adminSrv, adminLn}}
+	if cfg.debugListen != "" {
+		dl, err := debugListener(cfg.debugListen, log)
+		if err != nil {
+			return nil, err
+		}
+		s.onClose(func() { dl.ln.Close() })
+		s.listeners = append(s.listeners, dl)
+	}
 
 	if len(cfg.guardDirs) > 0 {
 		gm, err := guard.NewMetrics(reg)
