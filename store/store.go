@@ -1,7 +1,3 @@
-// Package store keeps memgate's records in an embedded Badger database on
-// disk. It implements memory.Store: every Update is one Badger transaction,
-// durable on commit (SyncWrites) unless relaxed, with Badger's conflict
-// detection serializing transitions of the same slot.
 package store
 
 import (
