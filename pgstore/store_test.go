@@ -16,7 +16,6 @@ import (
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/pgstore"
-	"github.com/memgate/memgate/store"
 )
 
 // withConn runs fn on a connection to url of its own, outside any store.
@@ -135,8 +134,8 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 func TestKV(t *testing.T) {
 	st := open(t, pgtest.New(t))
 	ctx := context.Background()
-	if _, err := st.Get(ctx, "slack", "missing"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("get of a missing key: %v, want store.ErrNotFound", err)
+	if _, err := st.Get(ctx, "slack", "missing"); !errors.Is(err, storeapi.ErrNotFound) {
+		t.Fatalf("get of a missing key: %v, want storeapi.ErrNotFound", err)
 	}
 	puts := []struct{ ns, k, v string }{{"slack", "b", "1"}, {"slack", "a", "2"}, {"mem0", "z", "3"}, {"slack", "b", "4"}, {"slack", "e", ""}}
 	for _, p := range puts {
@@ -147,7 +146,7 @@ func TestKV(t *testing.T) {
 	if v, err := st.Get(ctx, "slack", "b"); err != nil || string(v) != "4" {
 		t.Fatalf("get slack/b: %q, %v; want the last value put", v, err)
 	}
-	if _, err := st.Get(ctx, "mem0", "b"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Get(ctx, "mem0", "b"); !errors.Is(err, storeapi.ErrNotFound) {
 		t.Fatalf("namespaces are apart: %v", err)
 	}
 	var got []string
