@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 // The index of a subject's facts. compare finds a write related to an
@@ -49,7 +49,7 @@ import (
 // search index's lock.
 type subjectFacts struct {
 	pmu     sync.Mutex
-	pending map[string]*store.ActiveEntry // changed since the last read; nil: removed
+	pending map[string]*storeapi.ActiveEntry // changed since the last read; nil: removed
 
 	mu     sync.Mutex // readers; guards what follows
 	docs   map[string]*doc
@@ -71,16 +71,16 @@ func newSubjectFacts() search.Follower {
 }
 
 // Set implements search.Follower.
-func (s *subjectFacts) Set(e store.ActiveEntry) { s.note(e.ID, &e) }
+func (s *subjectFacts) Set(e storeapi.ActiveEntry) { s.note(e.ID, &e) }
 
 // Remove implements search.Follower.
 func (s *subjectFacts) Remove(id string) { s.note(id, nil) }
 
-func (s *subjectFacts) note(id string, e *store.ActiveEntry) {
+func (s *subjectFacts) note(id string, e *storeapi.ActiveEntry) {
 	s.pmu.Lock()
 	defer s.pmu.Unlock()
 	if s.pending == nil {
-		s.pending = map[string]*store.ActiveEntry{}
+		s.pending = map[string]*storeapi.ActiveEntry{}
 	}
 	s.pending[id] = e
 }

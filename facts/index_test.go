@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
 )
@@ -131,7 +132,7 @@ func TestIndexFindsEveryRelatedMemory(t *testing.T) {
 			case op < 6 || len(ids) == 0: // a new memory
 				id := fmt.Sprintf("m%05d", step)
 				sc := scopes[r.IntN(len(scopes))]
-				e := store.ActiveEntry{ID: id, SubjectID: "s", Scope: sc, Summary: text()}
+				e := storeapi.ActiveEntry{ID: id, SubjectID: "s", Scope: sc, Summary: text()}
 				s.Set(e)
 				mems[sc][id] = parse(e.Summary)
 				ids = append(ids, id)
@@ -148,7 +149,7 @@ func TestIndexFindsEveryRelatedMemory(t *testing.T) {
 				for _, m := range mems {
 					delete(m, id)
 				}
-				e := store.ActiveEntry{ID: id, SubjectID: "s", Scope: sc, Summary: text()}
+				e := storeapi.ActiveEntry{ID: id, SubjectID: "s", Scope: sc, Summary: text()}
 				s.Set(e)
 				mems[sc][id] = parse(e.Summary)
 			}

@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // QueueReader reads the review queue (*memory.Governor implements it).
@@ -20,7 +20,7 @@ type QueueReader interface {
 // DiskReader reports what the store occupies on disk and the space left on
 // its volume (*store.Store implements it).
 type DiskReader interface {
-	DiskUsage() (store.Usage, error)
+	DiskUsage() (storeapi.Usage, error)
 }
 
 // Sources are what a StateCollector reads on each scrape. A nil source is

@@ -6,7 +6,7 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // TestTextPostgreSQLCannotHoldIsBadInput: a NUL byte or invalid UTF-8 in
@@ -30,9 +30,7 @@ func TestTextPostgreSQLCannotHoldIsBadInput(t *testing.T) {
 			"ScanEvents":   func(tx memory.ReadTx) error { return tx.ScanEvents(id, func(*memory.Event) bool { return true }) },
 			"RecordEvents": func(tx memory.ReadTx) error { _, err := tx.RecordEvents(id); return err },
 			"ScanActiveIndex": func(tx memory.ReadTx) error {
-				return tx.(interface {
-					ScanActiveIndex(context.Context, string, memory.Scope, func(store.ActiveEntry, uint64) bool) error
-				}).ScanActiveIndex(ctx, "s", memory.Scope{UserID: id}, func(store.ActiveEntry, uint64) bool { return true })
+				return tx.(storeapi.ActiveScanner).ScanActiveIndex(ctx, "s", memory.Scope{UserID: id}, func(storeapi.ActiveEntry, uint64) bool { return true })
 			},
 		} {
 			err := st.View(ctx, read)

@@ -43,8 +43,14 @@
 // each once. The audit log (memgate_events) refuses UPDATE, DELETE and
 // TRUNCATE with a trigger.
 //
-// Read transactions also offer ScanActiveIndex (package search's loader,
-// as store.Snapshot's) and ScanRecords, ScanSlots, ScanRollbackPoints and
-// ScanKV (snapshot export); the store offers ClaimNotices (the outbox of a
-// fleet).
+// The storage contract. Beside memory.Store it implements what package
+// memory/storeapi defines, and shares no code or type with package store:
+// the KV area with ErrNotFound, scans by namespace and deletes (kv.go,
+// kvdelete.go: storeapi.KVScanner, KVDeleter); read transactions that are
+// storeapi.Snapshots (ScanActiveIndex, package search's loader) and
+// storeapi.ExportTxs (ScanRecords, ScanSlots, ScanRollbackPoints and
+// ScanKV, for a snapshot export: scans.go). It has no commit feed
+// (storeapi.Feed): search scans it on each read. What it owns beside them
+// is PostgreSQL's: the schema and its migrations, isolation and retries,
+// the pipeline of writes, and ClaimNotices (the outbox of a fleet).
 package pgstore

@@ -9,6 +9,11 @@ import (
 	"github.com/memgate/memgate/memory/storeapi"
 )
 
+var (
+	_ storeapi.KVScanner = (*Store)(nil)
+	_ storeapi.KVDeleter = (*Store)(nil)
+)
+
 // Get reads a small value other packages keep beside the records (e.g. the
 // Slack message that announced a parked write). A missing key is
 // storeapi.ErrNotFound, as with the Badger store.

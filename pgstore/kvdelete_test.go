@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/pgtest"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // TestDeleteKeys: the keys named go, in their namespace only; missing keys
@@ -44,8 +44,8 @@ func TestDeleteKeys(t *testing.T) {
 			}
 		})
 	}
-	if _, err := st.Get(ctx, "em", "a"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("get a deleted key: %v, want store.ErrNotFound", err)
+	if _, err := st.Get(ctx, "em", "a"); !errors.Is(err, storeapi.ErrNotFound) {
+		t.Errorf("get a deleted key: %v, want storeapi.ErrNotFound", err)
 	}
 	for _, k := range []string{"a", "b", "c"} { // another namespace's keys of the same names stay
 		if v, err := st.Get(ctx, "other", k); err != nil || string(v) != "other"+k {

@@ -10,18 +10,23 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // The optional scans of a read transaction: the active index package
 // search reads, and the full scans a snapshot export reads.
 
+var (
+	_ storeapi.Snapshot = (*tx)(nil)
+	_ storeapi.ExportTx = (*tx)(nil)
+)
+
 // ScanActiveIndex calls fn with each active record's entry, of one subject
 // when subjectID is not empty, whose scope holds every non-empty id of
 // scope, in (subject, record id) order, with the record's version (which
 // grows with each write of it), until fn returns false. It has the
-// meaning of store.Snapshot.ScanActiveIndex, times to the nanosecond.
-func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(store.ActiveEntry, uint64) bool) error {
+// meaning of storeapi.ActiveScanner, times to the nanosecond.
+func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(storeapi.ActiveEntry, uint64) bool) error {
 	var where strings.Builder
 	args := []any{"", ""} // the cursor: $1, $2
 	cond := func(col, v string) {
@@ -57,7 +62,7 @@ func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory
 		args[0], args[1] = c[0], c[1]
 		return q, args
 	}, func(r pgx.CollectableRow) (entryVersion, cursor, error) {
-		var e store.ActiveEntry
+		var e storeapi.ActiveEntry
 		var layer string
 		var version int64
 		var created int64
@@ -85,7 +90,7 @@ func (t *tx) ScanActiveIndex(ctx context.Context, subjectID string, scope memory
 }
 
 type entryVersion struct {
-	entry   store.ActiveEntry
+	entry   storeapi.ActiveEntry
 	version uint64
 }
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/pgstore"
-	"github.com/memgate/memgate/store"
 )
 
 // withConn runs fn on a connection to url of its own, outside any store.
@@ -134,8 +134,8 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 func TestKV(t *testing.T) {
 	st := open(t, pgtest.New(t))
 	ctx := context.Background()
-	if _, err := st.Get(ctx, "slack", "missing"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("get of a missing key: %v, want store.ErrNotFound", err)
+	if _, err := st.Get(ctx, "slack", "missing"); !errors.Is(err, storeapi.ErrNotFound) {
+		t.Fatalf("get of a missing key: %v, want storeapi.ErrNotFound", err)
 	}
 	puts := []struct{ ns, k, v string }{{"slack", "b", "1"}, {"slack", "a", "2"}, {"mem0", "z", "3"}, {"slack", "b", "4"}, {"slack", "e", ""}}
 	for _, p := range puts {
@@ -146,13 +146,13 @@ func TestKV(t *testing.T) {
 	if v, err := st.Get(ctx, "slack", "b"); err != nil || string(v) != "4" {
 		t.Fatalf("get slack/b: %q, %v; want the last value put", v, err)
 	}
-	if _, err := st.Get(ctx, "mem0", "b"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.Get(ctx, "mem0", "b"); !errors.Is(err, storeapi.ErrNotFound) {
 		t.Fatalf("namespaces are apart: %v", err)
 	}
 	var got []string
 	err := st.View(ctx, func(tx memory.ReadTx) error {
 		got = nil
-		return tx.(exporter).ScanKV(func(ns, k string, v []byte) bool {
+		return tx.(storeapi.ExportTx).ScanKV(func(ns, k string, v []byte) bool {
 			got = append(got, ns+"/"+k+"="+string(v))
 			return true
 		})
@@ -160,19 +160,6 @@ func TestKV(t *testing.T) {
 	if want := []string{"mem0/z=3", "slack/a=2", "slack/b=4", "slack/e="}; err != nil || !slices.Equal(got, want) {
 		t.Fatalf("scan kv: %v, %v; want %v", got, err, want)
 	}
-}
-
-// exporter is what a snapshot export reads of a read transaction.
-type exporter interface {
-	ScanRecords(fn func(*memory.Record) bool) error
-	ScanSlots(fn func(*memory.Slot) bool) error
-	ScanRollbackPoints(fn func(*memory.RollbackPoint) bool) error
-	ScanKV(fn func(namespace, key string, value []byte) bool) error
-}
-
-// activeIndex is what package search reads of a read transaction.
-type activeIndex interface {
-	ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(store.ActiveEntry, uint64) bool) error
 }
 
 func TestExportScans(t *testing.T) {
@@ -196,7 +183,7 @@ func TestExportScans(t *testing.T) {
 	}
 	var recs, slots, points []string
 	err = st.View(ctx, func(rtx memory.ReadTx) error {
-		tx, ok := rtx.(exporter)
+		tx, ok := rtx.(storeapi.ExportTx)
 		if !ok {
 			t.Fatal("a read transaction offers no export scans")
 		}
@@ -241,11 +228,11 @@ func TestScanActiveIndex(t *testing.T) {
 	}
 	put(rec("r3", "p", memory.StatusActive, alice), rec("r1", "q", memory.StatusActive, bob),
 		rec("r2", "p", memory.StatusActive, bob), rec("r4", "p", memory.StatusPending, alice))
-	scan := func(subject string, scope memory.Scope) (ids []string, entries map[string]store.ActiveEntry, versions map[string]uint64) {
+	scan := func(subject string, scope memory.Scope) (ids []string, entries map[string]storeapi.ActiveEntry, versions map[string]uint64) {
 		t.Helper()
 		err := st.View(ctx, func(tx memory.ReadTx) error {
-			ids, entries, versions = nil, map[string]store.ActiveEntry{}, map[string]uint64{}
-			return tx.(activeIndex).ScanActiveIndex(ctx, subject, scope, func(e store.ActiveEntry, v uint64) bool {
+			ids, entries, versions = nil, map[string]storeapi.ActiveEntry{}, map[string]uint64{}
+			return tx.(storeapi.ActiveScanner).ScanActiveIndex(ctx, subject, scope, func(e storeapi.ActiveEntry, v uint64) bool {
 				ids = append(ids, e.ID)
 				entries[e.ID], versions[e.ID] = e, v
 				return true
@@ -273,7 +260,7 @@ func TestScanActiveIndex(t *testing.T) {
 		}
 	}
 	_, entries, before := scan("", memory.Scope{})
-	want := store.ActiveEntry{ID: "r3", SubjectID: "p", Layer: memory.LayerKnowledge, Scope: alice, Summary: "about r3",
+	want := storeapi.ActiveEntry{ID: "r3", SubjectID: "p", Layer: memory.LayerKnowledge, Scope: alice, Summary: "about r3",
 		CreatedAt: at, ActivatedAt: at.Add(time.Second)}
 	if entries["r3"] != want {
 		t.Errorf("entry r3: %+v, want %+v", entries["r3"], want)

@@ -8,39 +8,40 @@
 // # The index and its consistency with commits
 //
 // The store keeps an index of active records, key a/<subject>\0<record>,
-// whose value holds what a read filters and ranks on (store.ActiveEntry).
-// Scanning 10,000 of them in Badger takes ~4 ms; testing them in memory a
-// tenth of that (DESIGN §7: search of a 10,000-record subject ≤ 1 ms). So
-// the Index keeps parts of it in memory: the entries of one subject, or of
-// one entity id of a scope (a Mem0 user, agent, app or run, whose records
-// may lie under any subject). A part is loaded by one scan of the store's
-// index (store.Snapshot.ScanActiveIndex) on its first read, then follows
-// the changes each commit makes to a/ keys, which the store hands to the
-// Index (it is the store's ActiveFeed) after Badger's commit returns and
-// before Update does. Nothing is persisted: after a restart parts load
-// again. Parts are evicted, least recently used first, to keep their
-// estimated size within Options.Budget; a part larger than the budget is
-// not kept, and its reads scan the store's index.
+// whose value holds what a read filters and ranks on
+// (storeapi.ActiveEntry). Scanning 10,000 of them in Badger takes ~4 ms;
+// testing them in memory a tenth of that (DESIGN §7: search of a
+// 10,000-record subject ≤ 1 ms). So the Index keeps parts of it in memory:
+// the entries of one subject, or of one entity id of a scope (a Mem0 user,
+// agent, app or run, whose records may lie under any subject). A part is
+// loaded by one scan of the store's index (storeapi.Snapshot's
+// ScanActiveIndex) on its first read, then follows the changes each commit
+// makes to a/ keys, which the store hands to the Index (it is the store's
+// storeapi.ActiveFeed) after Badger's commit returns and before Update
+// does. Nothing is persisted: after a restart parts load again. Parts are
+// evicted, least recently used first, to keep their estimated size within
+// Options.Budget; a part larger than the budget is not kept, and its reads
+// scan the store's index.
 //
 // That is for a store with a commit feed (FeedStore: the Badger store;
 // New). A store without one (the PostgreSQL store; Open) offers only
 // memory.Store's View, whose read transactions scan its index of active
-// records (ActiveScanner, with ScanActiveIndex's meaning). The index then
-// keeps no parts: each read is one scan in one View, tested and ranked by
-// the same code as a read of a part, so the answers are the same (the
-// tests run the same reads over both kinds). The invariants below concern
-// parts and hold trivially there; a read's entries and records still come
-// from one snapshot, and activeRecord still asserts it. Open refuses a
-// store that has neither.
+// records (storeapi.ActiveScanner). The index then keeps no parts: each
+// read is one scan in one View, tested and ranked by the same code as a
+// read of a part, so the answers are the same (the tests run the same
+// reads over both kinds). The invariants below concern parts and hold
+// trivially there; a read's entries and records still come from one
+// snapshot, and activeRecord still asserts it. Open refuses a store that
+// has neither.
 //
 // Invariant 1, alignment: a read sees a part and a snapshot holding the
 // same commits. A commit with changes enters the store's gate (shared)
 // before Badger commits and leaves it after End; a read opens its snapshot
-// with the gate closed (store.ViewAligned) and pins the part then. So
-// every commit is in both or in neither, and each entry of the part names
-// a record that is active in the snapshot, under that subject. Reads
-// assert it: activeRecord answers an internal error otherwise. A failed
-// commit (Badger may hold some of it) drops the parts it touches.
+// with the gate closed (storeapi.Feed's ViewAligned) and pins the part
+// then. So every commit is in both or in neither, and each entry of the
+// part names a record that is active in the snapshot, under that subject.
+// Reads assert it: activeRecord answers an internal error otherwise. A
+// failed commit (Badger may hold some of it) drops the parts it touches.
 //
 // Invariant 2, order: commits return in any order, so a change may arrive
 // after a later change of the same key. Every transaction that changes a

@@ -237,7 +237,7 @@ func (f *Filter) Scoped() bool {
 	return entityOf[f.Field] != nil && (f.Op == "eq" || f.Op == "in" || f.Op == "*")
 }
 
-// indexFields are the fields the index's entries hold (store.ActiveEntry).
+// indexFields are the fields the index's entries hold (storeapi.ActiveEntry).
 // Times are left out: entries written before the index held them have
 // none.
 var indexFields = map[string]bool{"user_id": true, "agent_id": true, "app_id": true, "run_id": true,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // A Follower keeps state derived from the active entries of one subject
@@ -16,8 +16,8 @@ import (
 // run under the index's lock: they must be quick and must not call the
 // index. What reads the Follower synchronizes with them itself.
 type Follower interface {
-	Set(e store.ActiveEntry) // the entry is new or changed
-	Remove(id string)        // the entry left the part
+	Set(e storeapi.ActiveEntry) // the entry is new or changed
+	Remove(id string)           // the entry left the part
 }
 
 // Follow returns the Follower of key kept with the part of subject,
@@ -90,7 +90,7 @@ type keyedFollower struct {
 // found the id through a Follower and needs the whole record.
 func (x *Index) Active(ctx context.Context, id string) (*memory.Record, error) {
 	var out *memory.Record
-	err := x.view(ctx, func(sn snapshot) error {
+	err := x.view(ctx, func(sn storeapi.Snapshot) error {
 		r, err := sn.Record(id)
 		switch {
 		case memory.ErrorCode(err) == memory.ENOTFOUND:

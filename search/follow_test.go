@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
 )
 
@@ -15,14 +16,14 @@ import (
 // holds them to a fresh scan of the store's index.
 type recorder struct {
 	mu sync.Mutex
-	es map[string]store.ActiveEntry
+	es map[string]storeapi.ActiveEntry
 }
 
 type recorderKey struct{}
 
-func newRecorder() Follower { return &recorder{es: map[string]store.ActiveEntry{}} }
+func newRecorder() Follower { return &recorder{es: map[string]storeapi.ActiveEntry{}} }
 
-func (r *recorder) Set(e store.ActiveEntry) {
+func (r *recorder) Set(e storeapi.ActiveEntry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.es[e.ID] = e

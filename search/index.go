@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Index keeps parts of the index of active records in memory and reads the
@@ -25,7 +25,7 @@ type Index struct {
 	semantic Semantic
 	semWait  time.Duration
 	log      *slog.Logger
-	unfollow func()      // stops store.Follow
+	unfollow func()      // stops the store's Follow
 	closed   atomic.Bool // after Close: no part is kept, every read scans
 
 	mu       sync.RWMutex
@@ -75,39 +75,20 @@ const maxParts = 4096
 func partOverhead(key string) int64 { return 320 + int64(len(key)) }
 
 // FeedStore is a store with a commit feed and snapshots aligned with it
-// (the Badger store, store/feed.go): the index keeps parts of it in memory.
+// (storeapi.Feed; the Badger store, store/feed.go): the index keeps parts
+// of it in memory.
 type FeedStore interface {
 	Source
-	Follow(feed store.ActiveFeed) (stop func())
-	ViewSnapshot(ctx context.Context, fn func(*store.Snapshot) error) error
-	ViewAligned(ctx context.Context, pin func(), fn func(*store.Snapshot) error) error
+	storeapi.Feed
 }
 
 // Source is a store the index reads through memory.Store's View. Without
 // a commit feed (FeedStore), its read transactions must also be
-// ActiveScanners; the index then keeps nothing and every read scans.
+// storeapi.ActiveScanners; the index then keeps nothing and every read
+// scans.
 type Source interface {
 	View(ctx context.Context, fn func(memory.ReadTx) error) error
 }
-
-// ActiveScanner is the optional interface of a store's read transaction
-// that reads its index of active records, with the meaning of
-// store.Snapshot.ScanActiveIndex: each entry of one subject (or all, for
-// an empty subjectID) whose scope holds every non-empty id of scope, in
-// key order (subject, record id), with a version that grows with each
-// change of that record's entry, until fn returns false.
-type ActiveScanner interface {
-	ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(store.ActiveEntry, uint64) bool) error
-}
-
-// snapshot is what a read needs of a store's read transaction: the records
-// and the index of active records of one consistent snapshot.
-type snapshot interface {
-	memory.ReadTx
-	ActiveScanner
-}
-
-var _ snapshot = (*store.Snapshot)(nil)
 
 // Open returns an index of src's active records: New's, following the
 // commits of a store with a feed, or, for a store without one whose read
@@ -122,7 +103,7 @@ func Open(ctx context.Context, src Source, o Options) (*Index, error) {
 		return New(fs, o), nil
 	}
 	err := src.View(ctx, func(tx memory.ReadTx) error {
-		if _, ok := tx.(snapshot); !ok {
+		if _, ok := tx.(storeapi.Snapshot); !ok {
 			return fmt.Errorf("search: the store (%T) has no commit feed, and its read transactions (%T) cannot scan "+
 				"the index of active records (ScanActiveIndex): it cannot be searched", src, tx)
 		}
@@ -137,7 +118,7 @@ func Open(ctx context.Context, src Source, o Options) (*Index, error) {
 }
 
 // New returns an index of st's active records and makes it follow st's
-// commits (store.Follow) unless it keeps no parts. Close stops that.
+// commits (storeapi.Feed.Follow) unless it keeps no parts. Close stops that.
 func New(st FeedStore, o Options) *Index {
 	x := newIndex(st, st, o)
 	if x.budget > 0 {
@@ -172,16 +153,16 @@ func (x *Index) Close() {
 	x.bytes = 0
 }
 
-var _ store.ActiveFeed = (*Index)(nil)
+var _ storeapi.ActiveFeed = (*Index)(nil)
 
 // pendingChange is a change that arrived while its part was loading.
 type pendingChange struct {
 	version uint64
-	ch      store.ActiveChange
+	ch      storeapi.ActiveChange
 }
 
 // changeKey is the a/ key of a change's entry.
-func changeKey(ch *store.ActiveChange) string { return ch.SubjectID + "\x00" + ch.ID }
+func changeKey(ch *storeapi.ActiveChange) string { return ch.SubjectID + "\x00" + ch.ID }
 
 // Part keys: the subject, or one entity id of the scope.
 func partKey(subject string, scope memory.Scope) string {
@@ -230,17 +211,17 @@ func partKeys(subject string, scope memory.Scope) []string {
 	return out
 }
 
-// Begin implements store.ActiveFeed.
+// Begin implements storeapi.ActiveFeed.
 func (x *Index) Begin(version uint64) {
 	x.mu.Lock()
 	x.inflight[version]++
 	x.mu.Unlock()
 }
 
-// End implements store.ActiveFeed: a committed change applies; after a
+// End implements storeapi.ActiveFeed: a committed change applies; after a
 // failure (Badger may hold some of the writes) the parts it may touch go,
 // and load again from the store when next read.
-func (x *Index) End(version uint64, changes []store.ActiveChange, outcome store.CommitOutcome) {
+func (x *Index) End(version uint64, changes []storeapi.ActiveChange, outcome storeapi.CommitOutcome) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if n := x.inflight[version] - 1; n > 0 {
@@ -249,11 +230,11 @@ func (x *Index) End(version uint64, changes []store.ActiveChange, outcome store.
 		delete(x.inflight, version)
 	}
 	switch outcome {
-	case store.Committed:
+	case storeapi.Committed:
 		for i := range changes {
 			x.apply(version, &changes[i])
 		}
-	case store.Failed:
+	case storeapi.Failed:
 		for i := range changes {
 			for _, pk := range partKeys(changes[i].SubjectID, changes[i].Scope) {
 				if p := x.parts[pk]; p != nil && !p.loading {
@@ -269,7 +250,7 @@ func (x *Index) End(version uint64, changes []store.ActiveChange, outcome store.
 
 // apply applies one committed change unless a later one of its key came
 // first (invariant 2 of doc.go).
-func (x *Index) apply(version uint64, ch *store.ActiveChange) {
+func (x *Index) apply(version uint64, ch *storeapi.ActiveChange) {
 	k := changeKey(ch)
 	if v, ok := x.recent[k]; ok && version < v {
 		return
@@ -407,8 +388,8 @@ func (x *Index) fill(ctx context.Context, p *part) (ok bool, err error) {
 		}
 	}()
 	subject, scope := partSelection(p.key)
-	err = x.feed.ViewSnapshot(ctx, func(sn *store.Snapshot) error {
-		return sn.ScanActiveIndex(ctx, subject, scope, func(e store.ActiveEntry, ver uint64) bool {
+	err = x.feed.ViewSnapshot(ctx, func(sn storeapi.Snapshot) error {
+		return sn.ScanActiveIndex(ctx, subject, scope, func(e storeapi.ActiveEntry, ver uint64) bool {
 			ne := newEntry(e, true)
 			es = append(es, ne)
 			vers = append(vers, ver)
@@ -438,16 +419,16 @@ func (x *Index) ready(pk string) (partView, bool) {
 // read runs fn on a snapshot of the store and, when the index keeps the
 // part of key pk, that part as the snapshot holds it (invariant 1 of
 // doc.go); pv is nil otherwise, and fn reads the snapshot's index.
-func (x *Index) read(ctx context.Context, pk string, fn func(sn snapshot, pv *partView) error) error {
+func (x *Index) read(ctx context.Context, pk string, fn func(sn storeapi.Snapshot, pv *partView) error) error {
 	ok, err := x.load(ctx, pk) // outside the gate: loading may take a while
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return x.view(ctx, func(sn snapshot) error { return fn(sn, nil) })
+		return x.view(ctx, func(sn storeapi.Snapshot) error { return fn(sn, nil) })
 	}
 	var pv partView
-	return x.feed.ViewAligned(ctx, func() { pv, ok = x.ready(pk) }, func(sn *store.Snapshot) error {
+	return x.feed.ViewAligned(ctx, func() { pv, ok = x.ready(pk) }, func(sn storeapi.Snapshot) error {
 		if !ok { // evicted meanwhile: read the snapshot's index
 			return fn(sn, nil)
 		}
@@ -457,12 +438,12 @@ func (x *Index) read(ctx context.Context, pk string, fn func(sn snapshot, pv *pa
 
 // view runs fn on a snapshot of the store: the feed's, or a read
 // transaction of a store without one, which must scan its index.
-func (x *Index) view(ctx context.Context, fn func(sn snapshot) error) error {
+func (x *Index) view(ctx context.Context, fn func(sn storeapi.Snapshot) error) error {
 	if x.feed != nil {
-		return x.feed.ViewSnapshot(ctx, func(sn *store.Snapshot) error { return fn(sn) })
+		return x.feed.ViewSnapshot(ctx, fn)
 	}
 	return x.src.View(ctx, func(tx memory.ReadTx) error {
-		sn, ok := tx.(snapshot)
+		sn, ok := tx.(storeapi.Snapshot)
 		if !ok { // Open checked one; a store that mixes kinds is a bug
 			return fmt.Errorf("search: the store's read transaction (%T) cannot scan the index of active records", tx)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
 )
 
@@ -39,11 +40,11 @@ func checkIndex(x *Index) error {
 				}
 			}
 		}
-	}, func(sn *store.Snapshot) error {
+	}, func(sn storeapi.Snapshot) error {
 		for pk, got := range parts {
 			var want []*entry
 			subject, scope := partSelection(pk)
-			err := sn.ScanActiveIndex(ctx, subject, scope, func(e store.ActiveEntry, _ uint64) bool {
+			err := sn.ScanActiveIndex(ctx, subject, scope, func(e storeapi.ActiveEntry, _ uint64) bool {
 				want = append(want, newEntry(e, true))
 				return true
 			})
@@ -121,8 +122,8 @@ func TestIndexLoadReplaysWhatCameMeanwhile(t *testing.T) {
 	c.mu.Unlock()
 	later := uint64(1 << 40) // read after anything the load's snapshot holds
 	c.Begin(later)
-	c.End(later, []store.ActiveChange{{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: "zz-later", Layer: memory.LayerKnowledge,
-		Summary: "came meanwhile"}, Active: true}}, store.Committed)
+	c.End(later, []storeapi.ActiveChange{{ActiveEntry: storeapi.ActiveEntry{SubjectID: "s", ID: "zz-later", Layer: memory.LayerKnowledge,
+		Summary: "came meanwhile"}, Active: true}}, storeapi.Committed)
 	ok, err := c.fill(ctx, p)
 	if err != nil || !ok {
 		t.Fatalf("load: %v, %v", ok, err)
@@ -392,20 +393,20 @@ func TestCheckIndexSeesABypass(t *testing.T) {
 // order other than their commit order, and parts loading meanwhile: what
 // a later commit set or removed stays, whatever arrives after it.
 func TestIndexOrdersChanges(t *testing.T) {
-	set := func(id, summary string) store.ActiveChange {
-		return store.ActiveChange{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: id, Layer: memory.LayerKnowledge, Summary: summary,
+	set := func(id, summary string) storeapi.ActiveChange {
+		return storeapi.ActiveChange{ActiveEntry: storeapi.ActiveEntry{SubjectID: "s", ID: id, Layer: memory.LayerKnowledge, Summary: summary,
 			Scope: memory.Scope{UserID: "u"}}, Active: true}
 	}
-	del := func(id string) store.ActiveChange {
-		return store.ActiveChange{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: id, Scope: memory.Scope{UserID: "u"}}}
+	del := func(id string) storeapi.ActiveChange {
+		return storeapi.ActiveChange{ActiveEntry: storeapi.ActiveEntry{SubjectID: "s", ID: id, Scope: memory.Scope{UserID: "u"}}}
 	}
 	type event struct {
 		begin   bool // else end (committed)
 		version uint64
-		ch      []store.ActiveChange
+		ch      []storeapi.ActiveChange
 	}
 	b := func(v uint64) event { return event{begin: true, version: v} }
-	e := func(v uint64, ch ...store.ActiveChange) event { return event{version: v, ch: ch} }
+	e := func(v uint64, ch ...storeapi.ActiveChange) event { return event{version: v, ch: ch} }
 	for _, tc := range []struct {
 		name   string
 		events []event
@@ -429,7 +430,7 @@ func TestIndexOrdersChanges(t *testing.T) {
 				if ev.begin {
 					c.Begin(ev.version)
 				} else {
-					c.End(ev.version, ev.ch, store.Committed)
+					c.End(ev.version, ev.ch, storeapi.Committed)
 				}
 			}
 			var got []string
@@ -683,7 +684,7 @@ func BenchmarkIndexCommit(b *testing.B) {
 					var vers []uint64
 					for i := range 10_000 {
 						id := fmt.Sprintf("r%06d", i)
-						es = append(es, newEntry(store.ActiveEntry{ID: id, SubjectID: "s", Layer: memory.LayerKnowledge, Scope: scope,
+						es = append(es, newEntry(storeapi.ActiveEntry{ID: id, SubjectID: "s", Layer: memory.LayerKnowledge, Scope: scope,
 							Summary: "a summary of some length " + id}, true))
 						vers = append(vers, 1)
 					}
@@ -694,12 +695,12 @@ func BenchmarkIndexCommit(b *testing.B) {
 			ts := uint64(10)
 			for i := 0; b.Loop(); i++ {
 				old, cur := fmt.Sprintf("r%06d", i%10_000), fmt.Sprintf("r%06d", (i+1)%10_000)
-				changes := []store.ActiveChange{
-					{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: old, Scope: scope}},
-					{ActiveEntry: store.ActiveEntry{SubjectID: "s", ID: cur, Layer: memory.LayerKnowledge, Scope: scope, Summary: "a new summary"}, Active: true},
+				changes := []storeapi.ActiveChange{
+					{ActiveEntry: storeapi.ActiveEntry{SubjectID: "s", ID: old, Scope: scope}},
+					{ActiveEntry: storeapi.ActiveEntry{SubjectID: "s", ID: cur, Layer: memory.LayerKnowledge, Scope: scope, Summary: "a new summary"}, Active: true},
 				}
 				c.Begin(ts)
-				c.End(ts, changes, store.Committed)
+				c.End(ts, changes, storeapi.Committed)
 				ts += 2
 				for _, p := range c.parts {
 					p.view() // a reader between writes
@@ -726,7 +727,7 @@ func TestPartChunks(t *testing.T) {
 	for step := range 20_000 {
 		id := fmt.Sprintf("r%05d", rng.IntN(3000))
 		subject := []string{"a", "b"}[rng.IntN(2)]
-		ch := store.ActiveChange{ActiveEntry: store.ActiveEntry{SubjectID: subject, ID: id, Summary: fmt.Sprint(step)}, Active: rng.IntN(3) > 0}
+		ch := storeapi.ActiveChange{ActiveEntry: storeapi.ActiveEntry{SubjectID: subject, ID: id, Summary: fmt.Sprint(step)}, Active: rng.IntN(3) > 0}
 		if step > 15_000 {
 			ch.Active = rng.IntN(4) == 0 // mostly removals: chunks empty out
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // chunkSize is how many entries a chunk of a part holds, up to twice as
@@ -99,7 +99,7 @@ func (p *part) own(k int) {
 
 // apply applies a change of version ver, unless the entry is newer, and
 // returns how the part's size changed.
-func (p *part) apply(ver uint64, ch *store.ActiveChange) int64 {
+func (p *part) apply(ver uint64, ch *storeapi.ActiveChange) int64 {
 	if len(p.chunks) == 0 {
 		if !ch.Active {
 			return 0
@@ -153,7 +153,7 @@ func (p *part) apply(ver uint64, ch *store.ActiveChange) int64 {
 }
 
 // tell tells the part's followers of a change it applied.
-func (p *part) tell(ch *store.ActiveChange) {
+func (p *part) tell(ch *storeapi.ActiveChange) {
 	for _, f := range p.followers {
 		if ch.Active {
 			f.f.Set(ch.ActiveEntry)
@@ -194,7 +194,7 @@ func (v partView) entries() []*entry {
 // entry is an active record as the index holds it. Entries of a part are
 // shared by readers: never changed once made.
 type entry struct {
-	store.ActiveEntry
+	storeapi.ActiveEntry
 	// lower is Summary in lower case, and memo a place for what readers
 	// derive from Summary, in entries of a part; both are empty in
 	// entries a read scans from the store.
@@ -210,7 +210,7 @@ type cachedEntry struct {
 
 // newEntry returns the entry of e: with its lower-case text and a memo
 // when it is to be kept in a part.
-func newEntry(e store.ActiveEntry, kept bool) *entry {
+func newEntry(e storeapi.ActiveEntry, kept bool) *entry {
 	if !kept {
 		return &entry{ActiveEntry: e}
 	}

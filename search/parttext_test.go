@@ -7,14 +7,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 func TestPartTextHolding(t *testing.T) {
 	summaries := []string{"Cedar tea", "", "tea, tea and more TEA", "ginger", "a cedarwood box", "", "tea"}
 	part := partView{memo: new(memo), chunks: [][]*entry{nil, nil}}
 	for i, s := range summaries {
-		part.chunks[i/4] = append(part.chunks[i/4], &entry{ActiveEntry: store.ActiveEntry{ID: fmt.Sprint(i), Summary: s}}) // no lower: derived
+		part.chunks[i/4] = append(part.chunks[i/4], &entry{ActiveEntry: storeapi.ActiveEntry{ID: fmt.Sprint(i), Summary: s}}) // no lower: derived
 	}
 	for _, tc := range []struct {
 		word string

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Query is a ranked read of the active layer.
@@ -52,7 +52,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 		return out, CheckQuery(q.Text)
 	}
 	pk := partKey(subject, scope)
-	err = x.read(ctx, pk, func(sn snapshot, pv *partView) error {
+	err = x.read(ctx, pk, func(sn storeapi.Snapshot, pv *partView) error {
 		threshold := q.Threshold
 		if x.semantic != nil {
 			threshold = 0 // every candidate's lexical relevance is needed
@@ -99,7 +99,7 @@ func (x *Index) Search(ctx context.Context, q Query) ([]Hit, error) {
 // before loading: the best TopK are picked and loaded. Otherwise all are
 // sorted by score and the TopK loaded with those tied with the last of
 // them, whose update times order them.
-func (x *Index) best(sn snapshot, q Query, docs []*entry, recs []*memory.Record, cands []docScore, out *[]Hit) error {
+func (x *Index) best(sn storeapi.Snapshot, q Query, docs []*entry, recs []*memory.Record, cands []docScore, out *[]Hit) error {
 	timed := recs == nil && !slices.ContainsFunc(cands, func(c docScore) bool { return docs[c.doc].CreatedAt.IsZero() })
 	better := func(a, b docScore) int {
 		switch {
@@ -164,7 +164,7 @@ func (x *Index) best(sn snapshot, q Query, docs []*entry, recs []*memory.Record,
 // entries do not hold (recs, by document; nil otherwise), and the scores
 // of those holding a query term, in document order, but for those that
 // cannot reach the threshold.
-func (x *Index) score(ctx context.Context, sn snapshot, pv *partView, pk string, f *Filter, terms []string,
+func (x *Index) score(ctx context.Context, sn storeapi.Snapshot, pv *partView, pk string, f *Filter, terms []string,
 	threshold float64) (docs []*entry, recs []*memory.Record, scored []docScore, err error) {
 	onIndex := f.indexable()
 	sc := newScan(ctx, f, &x.examined)
@@ -221,7 +221,7 @@ func (x *Index) score(ctx context.Context, sn snapshot, pv *partView, pk string,
 		}
 	} else {
 		var addErr error
-		err := sn.ScanActiveIndex(ctx, subject, scope, func(e store.ActiveEntry, _ uint64) bool {
+		err := sn.ScanActiveIndex(ctx, subject, scope, func(e storeapi.ActiveEntry, _ uint64) bool {
 			addErr = add(newEntry(e, false))
 			return addErr == nil
 		})
@@ -259,7 +259,7 @@ func (x *Index) ListAfter(ctx context.Context, f *Filter, after memory.Position,
 		return out, err
 	}
 	onIndex, words := f.indexable(), f.words()
-	err = x.read(ctx, partKey(subject, scope), func(sn snapshot, pv *partView) error {
+	err = x.read(ctx, partKey(subject, scope), func(sn storeapi.Snapshot, pv *partView) error {
 		var err error
 		scratch := &memory.Record{Status: memory.StatusActive}
 		sc := newScan(ctx, f, &x.examined)
@@ -285,7 +285,7 @@ func (x *Index) ListAfter(ctx context.Context, f *Filter, after memory.Position,
 		}
 		switch {
 		case pv == nil:
-			serr := sn.ScanActiveIndex(ctx, subject, scope, func(e store.ActiveEntry, _ uint64) bool { return hit(newEntry(e, false)) })
+			serr := sn.ScanActiveIndex(ctx, subject, scope, func(e storeapi.ActiveEntry, _ uint64) bool { return hit(newEntry(e, false)) })
 			return cmp.Or(err, serr)
 		case len(words) > 0:
 			// The longest word is likely the rarest: the fewest entries to test.
@@ -336,7 +336,7 @@ func (e *entry) asRecord(r *memory.Record) *memory.Record {
 // was read with (an aligned part's, or the snapshot's own index): it is
 // active there (doc.go, invariant 1), or the index is out of step with the
 // store, which is a bug reported as an internal error.
-func activeRecord(sn snapshot, e *entry) (*memory.Record, error) {
+func activeRecord(sn storeapi.Snapshot, e *entry) (*memory.Record, error) {
 	r, err := sn.Record(e.ID)
 	switch {
 	case memory.ErrorCode(err) == memory.ENOTFOUND:

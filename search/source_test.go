@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
 )
 
@@ -17,7 +18,7 @@ import (
 type feedless struct{ st *store.Store }
 
 func (f feedless) View(ctx context.Context, fn func(memory.ReadTx) error) error {
-	return f.st.ViewSnapshot(ctx, func(sn *store.Snapshot) error { return fn(sn) })
+	return f.st.ViewSnapshot(ctx, func(sn storeapi.Snapshot) error { return fn(sn) })
 }
 
 // plainView is a store whose read transactions cannot scan the index.

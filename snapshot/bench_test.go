@@ -59,7 +59,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	// defaults, as the CLI does.
 	b.Run("load", func(b *testing.B) {
 		for b.Loop() {
-			if err := snapshot.Load(ctx, filepath.Join(b.TempDir(), "db"), bytes.NewReader(backup.Bytes())); err != nil {
+			if err := store.LoadBackup(ctx, filepath.Join(b.TempDir(), "db"), bytes.NewReader(backup.Bytes())); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -49,20 +49,6 @@ const Format = "memgate-snapshot"
 // every earlier one.
 const Version = 1
 
-// ExportTx is a read transaction Export can read everything from: the
-// scans a store's read transactions offer beside memory.ReadTx (store and
-// pgstore implement them).
-type ExportTx interface {
-	memory.ReadTx
-	// ScanRecords calls fn for every record, any status, in id order.
-	ScanRecords(fn func(*memory.Record) bool) error
-	ScanSlots(fn func(*memory.Slot) bool) error
-	ScanRollbackPoints(fn func(*memory.RollbackPoint) bool) error
-	// ScanKV calls fn for every value kept through KV.Put; value is
-	// valid only during the call.
-	ScanKV(fn func(namespace, key string, value []byte) bool) error
-}
-
 // Counts says how many entities of each kind a snapshot holds.
 type Counts struct {
 	Slots          int `json:"slots"`
@@ -120,7 +106,7 @@ type kvEntry struct {
 
 // Export writes everything src holds, read in one transaction, to w as a
 // store-neutral snapshot, and returns what it wrote. src's read
-// transactions must implement ExportTx.
+// transactions must implement storeapi.ExportTx.
 func Export(ctx context.Context, src memory.Store, w io.Writer) (Counts, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	sum := sha256.New()
@@ -128,7 +114,7 @@ func Export(ctx context.Context, src memory.Store, w io.Writer) (Counts, error) 
 	enc.SetEscapeHTML(false) // keep text as written: the file is read by people too
 	var n Counts
 	err := src.View(ctx, func(rtx memory.ReadTx) error {
-		tx, ok := rtx.(ExportTx)
+		tx, ok := rtx.(storeapi.ExportTx)
 		if !ok {
 			return fmt.Errorf("this store cannot be exported: its read transactions (%T) lack the export scans", rtx)
 		}
@@ -209,8 +195,8 @@ var ErrPartialImport = errors.New("the store holds part of the snapshot and must
 // nothing yet, in bounded transactions, and returns what it wrote. It
 // keeps every id, status, version and the audit log's order; dst rebuilds
 // its indexes as it stores each entity. dst's read transactions must
-// implement ExportTx: Import checks through them that dst is empty and,
-// at the end, that it holds what the trailer counts.
+// implement storeapi.ExportTx: Import checks through them that dst is
+// empty and, at the end, that it holds what the trailer counts.
 //
 // When r is seekable (a file), Import reads the whole stream first and
 // refuses a truncated, altered or unknown one before writing anything.
@@ -378,7 +364,7 @@ func (l *line) entityID() string {
 func storeCounts(ctx context.Context, st memory.Store) (Counts, error) {
 	var n Counts
 	err := st.View(ctx, func(rtx memory.ReadTx) error {
-		tx, ok := rtx.(ExportTx)
+		tx, ok := rtx.(storeapi.ExportTx)
 		if !ok {
 			return fmt.Errorf("this store cannot be imported into: its read transactions (%T) lack the export scans", rtx)
 		}

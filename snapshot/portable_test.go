@@ -166,7 +166,7 @@ type contents struct {
 	Pending  []string
 	Indexes  map[string][]string
 	Shadowed []string
-	Entries  []store.ActiveEntry
+	Entries  []storeapi.ActiveEntry
 }
 
 func contentsOf(t *testing.T, st memory.Store) contents {
@@ -185,7 +185,7 @@ func contentsOf(t *testing.T, st memory.Store) contents {
 		return out
 	}
 	err := st.View(context.Background(), func(rtx memory.ReadTx) error {
-		tx := rtx.(snapshot.ExportTx)
+		tx := rtx.(storeapi.ExportTx)
 		err := errors.Join(
 			tx.ScanRecords(func(r *memory.Record) bool { c.Records = append(c.Records, r); return true }),
 			tx.ScanSlots(func(s *memory.Slot) bool { c.Slots = append(c.Slots, s); return true }),
@@ -249,29 +249,23 @@ func contentsOf(t *testing.T, st memory.Store) contents {
 	return c
 }
 
-// activeIndexScanner is the read side search uses on a store without a
-// commit feed (a read transaction's optional interface).
-type activeIndexScanner interface {
-	ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(store.ActiveEntry, uint64) bool) error
-}
-
 // activeEntries lists a store's index of active records, times in UTC so
 // stores that hand back another location compare equal.
-func activeEntries(t *testing.T, st memory.Store) []store.ActiveEntry {
+func activeEntries(t *testing.T, st memory.Store) []storeapi.ActiveEntry {
 	t.Helper()
 	ctx := context.Background()
-	var out []store.ActiveEntry
-	collect := func(e store.ActiveEntry, _ uint64) bool {
+	var out []storeapi.ActiveEntry
+	collect := func(e storeapi.ActiveEntry, _ uint64) bool {
 		e.CreatedAt, e.ActivatedAt = e.CreatedAt.UTC(), e.ActivatedAt.UTC()
 		out = append(out, e)
 		return true
 	}
 	var err error
 	if b, ok := st.(*store.Store); ok { // Badger offers it on its aligned snapshots
-		err = b.ViewSnapshot(ctx, func(sn *store.Snapshot) error { return sn.ScanActiveIndex(ctx, "", memory.Scope{}, collect) })
+		err = b.ViewSnapshot(ctx, func(sn storeapi.Snapshot) error { return sn.ScanActiveIndex(ctx, "", memory.Scope{}, collect) })
 	} else {
 		err = st.View(ctx, func(rtx memory.ReadTx) error {
-			s, ok := rtx.(activeIndexScanner)
+			s, ok := rtx.(storeapi.ActiveScanner)
 			if !ok {
 				return fmt.Errorf("%T offers no ScanActiveIndex", rtx)
 			}

@@ -35,10 +35,10 @@ func TestSaveAndLoadKeepsRecordsAndHistory(t *testing.T) {
 	st.Close()
 
 	dir := filepath.Join(t.TempDir(), "db")
-	if err := snapshot.Load(ctx, dir, bytes.NewReader(buf.Bytes())); err != nil {
+	if err := store.LoadBackup(ctx, dir, bytes.NewReader(buf.Bytes())); err != nil {
 		t.Fatal(err)
 	}
-	if err := snapshot.Load(ctx, dir, bytes.NewReader(buf.Bytes())); err == nil {
+	if err := store.LoadBackup(ctx, dir, bytes.NewReader(buf.Bytes())); err == nil {
 		t.Fatal("loading over an existing database succeeded")
 	}
 	st2, err := store.Open(store.Options{Dir: dir})

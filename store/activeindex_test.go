@@ -10,6 +10,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 func TestActiveValueRoundTrip(t *testing.T) {
@@ -20,7 +21,7 @@ func TestActiveValueRoundTrip(t *testing.T) {
 		{Layer: memory.LayerCheckpoint, Summary: ""},
 	} {
 		v := activeValue(r)
-		var e ActiveEntry
+		var e storeapi.ActiveEntry
 		if !parseActiveValue(v, &e) {
 			t.Fatalf("%q does not parse back", v)
 		}
@@ -32,7 +33,7 @@ func TestActiveValueRoundTrip(t *testing.T) {
 	if v := activeValue(long); v != nil {
 		t.Fatalf("a %d-byte summary went into the index", len(long.Summary))
 	}
-	var e ActiveEntry
+	var e storeapi.ActiveEntry
 	for _, v := range [][]byte{nil, {}, {2, 'x', 0}, {activeValueV1, 's', 't', 0, 'u'}} {
 		if parseActiveValue(v, &e) {
 			t.Fatalf("%q parsed as an entry", v)
@@ -90,8 +91,8 @@ func TestScanActiveIndexFillsEntries(t *testing.T) {
 		}
 		slices.Sort(want)
 		var got []string
-		err := st.ViewSnapshot(ctx, func(sn *Snapshot) error {
-			return sn.ScanActiveIndex(ctx, sel.subject, sel.scope, func(e ActiveEntry, ver uint64) bool {
+		err := st.ViewSnapshot(ctx, func(sn storeapi.Snapshot) error {
+			return sn.ScanActiveIndex(ctx, sel.subject, sel.scope, func(e storeapi.ActiveEntry, ver uint64) bool {
 				r, err := sn.Record(e.ID)
 				if err != nil || !sameEntry(entryOf(r), e) || ver == 0 {
 					t.Errorf("entry %+v (version %d) of record %+v (%v)", e, ver, r, err)
@@ -109,7 +110,7 @@ func TestScanActiveIndexFillsEntries(t *testing.T) {
 	}
 }
 
-func sameEntry(a, b ActiveEntry) bool {
+func sameEntry(a, b storeapi.ActiveEntry) bool {
 	return a.ID == b.ID && a.SubjectID == b.SubjectID && a.Layer == b.Layer && a.Scope == b.Scope && a.Summary == b.Summary &&
 		a.CreatedAt.Equal(b.CreatedAt) && a.ActivatedAt.Equal(b.ActivatedAt)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // The scans a store-neutral snapshot reads (package snapshot): every
@@ -17,6 +18,8 @@ import (
 // Embeddings (em/) live outside the layout and are not scanned: they are
 // recomputed from the records. The Mem0 event log is in the KV area, so
 // a snapshot carries it, as on every store.
+
+var _ storeapi.ExportTx = (*tx)(nil)
 
 // ScanRecords calls fn for every record, whatever its status, in id order,
 // until fn returns false.

@@ -7,64 +7,26 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
-// The store's side of the index of active records that package search
-// keeps in memory (search/doc.go says how the two stay consistent). The
-// store offers three things:
+// The Badger store's side of the contract of the index of active records
+// (memory/storeapi/active.go), which package search keeps parts of in
+// memory (search/doc.go says how the two stay consistent). The index is
+// the a/ keys; the store offers:
 //
 //   - a feed: each commit that changes a/ keys hands its changes to each
-//     ActiveFeed (Follow) after Badger's commit returns and before Update
-//     does, with Begin/End around the commit;
+//     storeapi.ActiveFeed (Follow) after Badger's commit returns and
+//     before Update does, with Begin/End around the commit;
 //   - an aligned snapshot (ViewAligned): a read transaction opened while
 //     no commit with changes is between Begin and End, so it holds exactly
 //     the commits whose End has run;
-//   - a loader (Snapshot.ScanActiveIndex): the a/ index of a snapshot,
-//     each entry with its key's version.
-
-// ActiveEntry is what the index of active records (a/) holds of one active
-// record: the fields a read filters and ranks on without loading it.
-type ActiveEntry struct {
-	ID        string
-	SubjectID string
-	Layer     memory.Layer
-	Scope     memory.Scope
-	Summary   string
-	// The record's creation and activation times; zero in entries whose
-	// index value was written before the index held them (version 1).
-	CreatedAt, ActivatedAt time.Time
-}
-
-func entryOf(r *memory.Record) ActiveEntry {
-	return ActiveEntry{ID: r.ID, SubjectID: r.SubjectID, Layer: r.Layer, Scope: r.Scope, Summary: r.Summary,
-		CreatedAt: r.CreatedAt, ActivatedAt: r.ActivatedAt}
-}
-
-// ActiveChange is one change a commit made to the a/ index: the record's
-// entry set (Active) or removed.
-type ActiveChange struct {
-	ActiveEntry
-	Active bool
-}
-
-// CommitOutcome is how a commit with changes ended.
-type CommitOutcome int
-
-const (
-	// Committed: every change is in Badger.
-	Committed CommitOutcome = iota
-	// Conflicted: Badger refused the transaction; nothing was written.
-	Conflicted
-	// Failed: another error; Badger may hold some of the changes.
-	Failed
-)
-
-// ActiveFeed hears of every commit that changes the a/ index (Follow).
+//   - a loader (the snapshot's ScanActiveIndex): the a/ index of a
+//     snapshot, each entry with its key's version.
 //
 // Versions order the changes of one key: commits return in any order, but
 // a transaction that changes a record's a/ key has read the record (the
@@ -72,14 +34,13 @@ const (
 // orders any two of them, and the later one read at or after the earlier
 // one's commit timestamp. A change's version is its transaction's read
 // timestamp plus one; an entry ScanActiveIndex loads has its key's commit
-// timestamp. A change applies to a key whose version is at most its own.
-type ActiveFeed interface {
-	// Begin is called before Badger commits a transaction with changes,
-	// with the version they carry.
-	Begin(version uint64)
-	// End is called once the commit returned, with its changes and
-	// outcome, before Update returns. The feed must not keep changes.
-	End(version uint64, changes []ActiveChange, outcome CommitOutcome)
+// timestamp.
+
+var _ storeapi.Feed = (*Store)(nil)
+
+func entryOf(r *memory.Record) storeapi.ActiveEntry {
+	return storeapi.ActiveEntry{ID: r.ID, SubjectID: r.SubjectID, Layer: r.Layer, Scope: r.Scope, Summary: r.Summary,
+		CreatedAt: r.CreatedAt, ActivatedAt: r.ActivatedAt}
 }
 
 // commitGate lines commits up with aligned snapshots. A commit with changes
@@ -97,7 +58,7 @@ func (g *commitGate) open()  { g.mu.Unlock() }
 // now on, until stop is called. It waits for commits in flight, so a
 // commit either reaches feed or returned before Follow did (and a snapshot
 // opened later holds it). Each feed is told in the order they were added.
-func (s *Store) Follow(feed ActiveFeed) (stop func()) {
+func (s *Store) Follow(feed storeapi.ActiveFeed) (stop func()) {
 	s.gate.close()
 	s.feeds = append(slices.Clone(s.feeds), feed)
 	s.gate.open()
@@ -115,7 +76,7 @@ func (s *Store) Follow(feed ActiveFeed) (stop func()) {
 
 // errReadBeforeChange is a store bug: the a/ key of a record changed in a
 // transaction that had not read the record, so nothing orders the change
-// against another transaction's (see ActiveFeed).
+// against another transaction's (see the versions above).
 var errReadBeforeChange = errors.New("store: the active index changed for a record this transaction did not read")
 
 // readRecord notes that t read record id (found or not): Badger's conflict
@@ -132,7 +93,7 @@ func (t *tx) readRecord(id string) {
 
 // activeChanged notes a change of the record's entry in the a/ index, for
 // the feed once the transaction commits. It refuses a record t has not
-// read (see ActiveFeed).
+// read (see the versions above).
 func (t *tx) activeChanged(r *memory.Record, active bool) error {
 	if _, ok := t.read[r.ID]; !ok {
 		return fmt.Errorf("%w: %s", errReadBeforeChange, r.ID)
@@ -141,7 +102,7 @@ func (t *tx) activeChanged(r *memory.Record, active bool) error {
 		t.changes[n-1].Scope == r.Scope {
 		t.changes = t.changes[:n-1] // the same entry changed again (removed, then set): the last change holds
 	}
-	t.changes = append(t.changes, ActiveChange{ActiveEntry: entryOf(r), Active: active})
+	t.changes = append(t.changes, storeapi.ActiveChange{ActiveEntry: entryOf(r), Active: active})
 	return nil
 }
 
@@ -165,18 +126,18 @@ func (s *Store) commit(t *tx) (err error) {
 	defer func() {
 		if !returned { // Commit panicked: the version must not stay in flight, and what Badger kept is unknown
 			for _, f := range feeds {
-				f.End(version, t.changes, Failed)
+				f.End(version, t.changes, storeapi.Failed)
 			}
 		}
 	}()
 	err = s.commitChained(t)
 	returned = true
-	outcome := Committed
+	outcome := storeapi.Committed
 	switch {
 	case errors.Is(err, badger.ErrConflict):
-		outcome = Conflicted
+		outcome = storeapi.Conflicted
 	case err != nil:
-		outcome = Failed
+		outcome = storeapi.Failed
 	}
 	for _, f := range feeds {
 		f.End(version, t.changes, outcome)
@@ -184,20 +145,22 @@ func (s *Store) commit(t *tx) (err error) {
 	return err
 }
 
-// Snapshot is a read-only snapshot of the store: memory.ReadTx, and the
-// a/ index with each key's version.
-type Snapshot struct {
+// snapshot is a read-only snapshot of the store (storeapi.Snapshot):
+// memory.ReadTx, and the a/ index with each key's version.
+type snapshot struct {
 	memory.ReadTx
 	txn *badger.Txn
 }
 
+var _ storeapi.Snapshot = (*snapshot)(nil)
+
 // ViewSnapshot runs fn in a read-only snapshot.
-func (s *Store) ViewSnapshot(ctx context.Context, fn func(*Snapshot) error) error {
+func (s *Store) ViewSnapshot(ctx context.Context, fn func(storeapi.Snapshot) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
 	return s.db.View(func(txn *badger.Txn) error {
-		return fn(&Snapshot{ReadTx: &tx{txn: txn, db: s.db, readOnly: true}, txn: txn})
+		return fn(&snapshot{ReadTx: &tx{txn: txn, db: s.db, readOnly: true}, txn: txn})
 	})
 }
 
@@ -205,7 +168,7 @@ func (s *Store) ViewSnapshot(ctx context.Context, fn func(*Snapshot) error) erro
 // gate closed, so it holds every commit whose End has run and no other,
 // and pin is called then too (the feed takes what it has applied). pin
 // must be quick and must not write.
-func (s *Store) ViewAligned(ctx context.Context, pin func(), fn func(*Snapshot) error) error {
+func (s *Store) ViewAligned(ctx context.Context, pin func(), fn func(storeapi.Snapshot) error) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: view: %w", err)
 	}
@@ -214,7 +177,7 @@ func (s *Store) ViewAligned(ctx context.Context, pin func(), fn func(*Snapshot) 
 	pin()
 	s.gate.open()
 	defer txn.Discard()
-	return fn(&Snapshot{ReadTx: &tx{txn: txn, db: s.db, readOnly: true}, txn: txn})
+	return fn(&snapshot{ReadTx: &tx{txn: txn, db: s.db, readOnly: true}, txn: txn})
 }
 
 // ScanActiveIndex calls fn with each entry of the a/ index, of one subject
@@ -223,7 +186,7 @@ func (s *Store) ViewAligned(ctx context.Context, pin func(), fn func(*Snapshot) 
 // until fn returns false. Entries whose index value holds no fields are
 // filled from their records. Strings that repeat (subjects, layers, scope
 // ids) are shared between the entries of one scan.
-func (sn *Snapshot) ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(ActiveEntry, uint64) bool) error {
+func (sn *snapshot) ScanActiveIndex(ctx context.Context, subjectID string, scope memory.Scope, fn func(storeapi.ActiveEntry, uint64) bool) error {
 	prefix := []byte("a/")
 	if subjectID != "" {
 		prefix = append(key("a/", subjectID), 0)
@@ -261,7 +224,7 @@ func (sn *Snapshot) ScanActiveIndex(ctx context.Context, subjectID string, scope
 		if at < 0 {
 			return fmt.Errorf("store: malformed active index key %q", item.Key())
 		}
-		var e ActiveEntry
+		var e storeapi.ActiveEntry
 		var ok, skip bool
 		err := item.Value(func(v []byte) error {
 			if f, known := activeValueField(v, field); field > 0 && known && string(f) != want {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // TestChangeWithoutReadIsRefused: a transaction may change a record's
@@ -56,8 +57,8 @@ type gateFeed struct {
 }
 
 func (f *gateFeed) Begin(uint64) { f.open.Add(1) }
-func (f *gateFeed) End(_ uint64, changes []ActiveChange, o CommitOutcome) {
-	if o == Committed {
+func (f *gateFeed) End(_ uint64, changes []storeapi.ActiveChange, o storeapi.CommitOutcome) {
+	if o == storeapi.Committed {
 		f.applied.Add(int64(len(changes)))
 	}
 	f.open.Add(-1)
@@ -93,8 +94,8 @@ func TestViewAlignedPinsBetweenCommits(t *testing.T) {
 	for checked < 200 {
 		var open, applied int64
 		var entries int64
-		err := st.ViewAligned(ctx, func() { open, applied = feed.open.Load(), feed.applied.Load() }, func(sn *Snapshot) error {
-			return sn.ScanActiveIndex(ctx, "subj", memory.Scope{}, func(ActiveEntry, uint64) bool { entries++; return true })
+		err := st.ViewAligned(ctx, func() { open, applied = feed.open.Load(), feed.applied.Load() }, func(sn storeapi.Snapshot) error {
+			return sn.ScanActiveIndex(ctx, "subj", memory.Scope{}, func(storeapi.ActiveEntry, uint64) bool { entries++; return true })
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 // contract's (storeapi.ErrNotFound), named here too for callers in cmd/.
 var ErrNotFound = storeapi.ErrNotFound
 
+var _ storeapi.KVScanner = (*Store)(nil)
+
 // Get reads a small value other packages keep beside the records (e.g. the
 // Slack message that announced a parked write), under kv/<namespace>.
 func (s *Store) Get(ctx context.Context, namespace, k string) ([]byte, error) {

@@ -1,14 +1,9 @@
-// Package store keeps memgate's records in an embedded Badger database on
-// disk. It implements memory.Store: every Update is one Badger transaction,
-// durable on commit (SyncWrites) unless relaxed, with Badger's conflict
-// detection serializing transitions of the same slot.
 package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -17,6 +12,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Options configure a Store.
@@ -62,7 +58,7 @@ type Store struct {
 	// feeds hear of each commit's changes to the index of active
 	// records (feed.go); gate lines those commits up with aligned
 	// snapshots, and guards feeds.
-	feeds []ActiveFeed
+	feeds []storeapi.ActiveFeed
 	gate  commitGate
 	// guard refuses writes while the disk is nearly full (nil: off).
 	guard *diskGuard
@@ -310,14 +306,6 @@ func (s *Store) View(ctx context.Context, fn func(memory.ReadTx) error) error {
 	return s.db.View(func(txn *badger.Txn) error {
 		return fn(&tx{txn: txn, db: s.db, readOnly: true})
 	})
-}
-
-// Backup writes a full backup of the database to w (Badger's backup format).
-func (s *Store) Backup(w io.Writer) error {
-	if _, err := s.db.Backup(w, 0); err != nil {
-		return fmt.Errorf("store: backup: %w", err)
-	}
-	return nil
 }
 
 // blockedWait bounds how long a write waits for Compact's memtable flush,

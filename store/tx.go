@@ -11,6 +11,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 )
 
 // Key layout. Ids never contain control characters (memory validates them),
@@ -51,7 +52,7 @@ type tx struct {
 	// The changes this transaction made to the index of active records,
 	// for the store's feed, and the records it read: a change is refused
 	// for a record it did not read (feed.go).
-	changes []ActiveChange
+	changes []storeapi.ActiveChange
 	read    map[string]struct{}
 	// readOnly is set in a View.
 	readOnly bool
@@ -356,7 +357,7 @@ func (t *tx) putRecord(old, r *memory.Record) error {
 }
 
 // The index of active records (a/) holds, as the value of each key, the
-// fields a read filters on (ActiveEntry): a version byte, in
+// fields a read filters on (storeapi.ActiveEntry): a version byte, in
 // version 2 the record's creation and activation times (Unix nanoseconds,
 // big-endian, 0 for none), then layer and scope ids each ended by 0x00
 // (ids never hold control characters), then the summary. A record with a
@@ -422,7 +423,7 @@ func activeValueFields(v []byte) (fields []byte, created, activated time.Time, o
 	return nil, time.Time{}, time.Time{}, false
 }
 
-func parseActiveValue(v []byte, e *ActiveEntry) bool {
+func parseActiveValue(v []byte, e *storeapi.ActiveEntry) bool {
 	v, created, activated, ok := activeValueFields(v)
 	if !ok {
 		return false

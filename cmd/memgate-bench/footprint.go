@@ -11,7 +11,7 @@ import (
 
 	"github.com/peterbourgon/ff/v3/ffcli"
 
-	"github.com/memgate/memgate/bench/footprint"
+	"github.com/memgate/memgate/cmd/memgate-bench/footprint"
 )
 
 func footprintCommand(stdout, stderr io.Writer) *ffcli.Command {

@@ -65,7 +65,7 @@ type backend struct {
 // memory store, the KV area with store.Store's semantics (a missing key is
 // store.ErrNotFound), Writable (an EUNAVAILABLE error while the database
 // does not answer) and Close. Its read transactions scan their index of
-// active records (search.ActiveScanner); a notify.Claimer shares the
+// active records (storeapi.ActiveScanner); a notify.Claimer shares the
 // outbox between instances.
 type sharedStore interface {
 	memory.Store

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
 )
 
@@ -55,7 +56,7 @@ func (f *fakeShared) View(ctx context.Context, fn func(memory.ReadTx) error) err
 	if err := f.gone(); err != nil {
 		return err
 	}
-	return f.st.ViewSnapshot(ctx, func(sn *store.Snapshot) error { return fn(sn) })
+	return f.st.ViewSnapshot(ctx, func(sn storeapi.Snapshot) error { return fn(sn) })
 }
 
 func (f *fakeShared) Get(ctx context.Context, ns, k string) ([]byte, error) {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/memgate/memgate/embed"
 	"github.com/memgate/memgate/memory"
+	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 // sharedReconcile is how often the worker reconciles on a store without a
@@ -82,8 +82,8 @@ func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log 
 func activeTexts(st memory.Store) embed.ScanFunc {
 	return func(ctx context.Context, fn func(id, text string) bool) error {
 		return st.View(ctx, func(tx memory.ReadTx) error {
-			if idx, ok := tx.(search.ActiveScanner); ok {
-				return idx.ScanActiveIndex(ctx, "", memory.Scope{}, func(e store.ActiveEntry, _ uint64) bool { return fn(e.ID, e.Summary) })
+			if idx, ok := tx.(storeapi.ActiveScanner); ok {
+				return idx.ScanActiveIndex(ctx, "", memory.Scope{}, func(e storeapi.ActiveEntry, _ uint64) bool { return fn(e.ID, e.Summary) })
 			}
 			return tx.ScanActive("", func(r *memory.Record) bool { return fn(r.ID, r.Summary) })
 		})
@@ -101,8 +101,8 @@ type embedFeed struct{ x *embed.Index }
 
 func (embedFeed) Begin(uint64) {}
 
-func (f embedFeed) End(_ uint64, changes []store.ActiveChange, outcome store.CommitOutcome) {
-	if outcome == store.Conflicted {
+func (f embedFeed) End(_ uint64, changes []storeapi.ActiveChange, outcome storeapi.CommitOutcome) {
+	if outcome == storeapi.Conflicted {
 		return // nothing was written
 	}
 	for _, ch := range changes {

@@ -44,7 +44,7 @@ func snapshotCommand(cl *cliEnv) *ffcli.Command {
 				return err
 			}
 			defer f.Close()
-			if err := snapshot.Load(ctx, filepath.Join(dataDir, "db"), f); err != nil {
+			if err := store.LoadBackup(ctx, filepath.Join(dataDir, "db"), f); err != nil {
 				return err
 			}
 			fmt.Fprintf(cl.stdout, "restored %s into %s\n", args[0], dataDir)

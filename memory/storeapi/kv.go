@@ -1,9 +1,3 @@
-// Package storeapi is the storage contract beside memory.Store: what the
-// packages around the governor (the Slack loop, the reminder, the
-// Markdown guard, the Mem0 event log, snapshots, the sidecar's erasure
-// journal) need of a store, whichever implements it (package store, the
-// embedded Badger store; package pgstore, PostgreSQL). A package that
-// needs less asks for less: KV, or KVScanner.
 package storeapi
 
 import (

@@ -1,6 +1,9 @@
 // Package footprint measures what the sidecar costs to keep around
 // (DESIGN §7): its resident memory idle and with a million records, and
-// the time from starting the binary to ready.
+// the time from starting the binary to ready. It is memgate-bench's: it
+// fills a Badger data directory offline (Load, through store.Open) and
+// waits for Badger's compactions before starting the binary on it, so it
+// opens the Badger store itself, as only cmd/ does.
 package footprint
 
 import (
