@@ -12,7 +12,6 @@ import (
 	"github.com/memgate/memgate/embed"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
-	"github.com/memgate/memgate/search"
 )
 
 // sharedReconcile is how often the worker reconciles on a store without a
