@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -25,6 +26,29 @@ func (g *Governor) place(ctx context.Context, in *PolicyInput) Placement {
 		return Placement{}
 	}
 	return pl
+}
+
+// evalWrite asks wp for the placement and the decision of an unplaced
+// write in one query, bounded as classify is. Any error, a late answer or
+// an invalid decision is no answer (false): the caller then asks Place
+// and Classify, which fail closed as always.
+func (g *Governor) evalWrite(ctx context.Context, wp WritePolicy, in *PolicyInput) (Placement, Decision, bool) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	pl, dec, err := wp.PlaceAndClassify(ctx, in)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = dec.validate()
+	}
+	if err != nil {
+		if !errors.Is(err, ErrNoWriteQuery) {
+			g.log.Debug("policy's one query gave no answer; asking placement and decision apart", "err", err, "record", in.Candidate.ID)
+		}
+		return Placement{}, Decision{}, false
+	}
+	return pl, dec, true
 }
 
 // classify evaluates policy and fails closed: any error, timeout or invalid

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -91,6 +92,10 @@ type PolicyInput struct {
 	// Judge is a model's second opinion on the candidate's text, when one
 	// is configured and answered in time; null otherwise.
 	Judge *Verdict `json:"judge"`
+	// Unplaced marks the input of a WritePolicy's one query: the
+	// candidate as the writer sent it (layer: the declared one and the
+	// slot's), before placement.
+	Unplaced bool `json:"unplaced,omitempty"`
 }
 
 // SecretFinding says which field of a candidate holds a credential or
@@ -162,6 +167,26 @@ type Placement struct {
 	SubjectID string
 	Value     json.RawMessage
 }
+
+// WritePolicy is a Placer that can also place a write and decide it in
+// one evaluation (DESIGN §7: one policy query per write).
+// PlaceAndClassify gets the write before placement, with the state of the
+// slot it will have if placement leaves its slot fields as they are, and
+// in.Unplaced set; it answers what Place would answer about the write, and
+// what Classify would answer about the placed write in that state. The
+// governor uses the decision only when placement left the write's slot
+// fields alone and the layer it is judged at is the one the decision saw
+// (see Governor.placeAndDecide); otherwise it asks Classify again. An
+// error means no answer: the governor asks Place and Classify.
+type WritePolicy interface {
+	Placer
+	PlaceAndClassify(ctx context.Context, in *PolicyInput) (Placement, Decision, error)
+}
+
+// ErrNoWriteQuery is PlaceAndClassify's answer when the policy in force
+// has no query that does both (a policy written before it existed): not
+// an evaluation, nor a failure.
+var ErrNoWriteQuery = errors.New("policy: no write document (placement and decision in one query)")
 
 // Placer is a Classifier that places free text with a query of its own,
 // far cheaper than a decision. The governor asks it before deciding; a

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,13 +55,18 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 	rec := &Record{ID: g.newID(), SlotID: c.SlotID, Op: c.Op, Layer: c.Layer, SubjectID: c.SubjectID,
 		FactType: c.FactType, Summary: c.Summary, Value: c.Value, CandidateSource: c.CandidateSource,
 		Actor: c.Actor, Scope: c.Scope, Metadata: c.Metadata, Evidence: c.Evidence, CreatedAt: now, ExpiresAt: c.ExpiresAt}
-	if err := g.placeRecord(ctx, rec); err != nil {
+	w := &write{rec: rec, byID: c.SlotID != "", adopt: adopt, apart: c.KeepApart, tenant: tenant}
+	ruled, err := g.placeRecord(ctx, rec, w)
+	if err != nil {
 		return nil, err
 	}
-	findings := ScanRecord(g.secrets, rec)
-	// The judge is asked before any lock: a model's answer takes long.
-	w := &write{rec: rec, placed: rec.Layer, byID: c.SlotID != "", adopt: adopt, apart: c.KeepApart, tenant: tenant,
-		findings: findings, verdict: g.askJudge(ctx, rec, findings)}
+	if ruled == nil {
+		w.placed = rec.Layer
+		w.findings = ScanRecord(g.secrets, rec)
+		// The judge is asked before any lock: a model's answer takes long.
+		w.verdict = g.askJudge(ctx, rec, w.findings)
+	}
+	findings := w.findings
 	if c.Related != nil && rec.Op == OpWrite && !w.byID && !adopt && len(findings) == 0 {
 		if err := g.relate(ctx, w, c.Related); err != nil {
 			return nil, fmt.Errorf("submit: %w", err)
@@ -79,12 +85,15 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 		defer unlock()
 		g.matchFact(ctx, w)
 	}
-	res, err := g.commit(ctx, w, now, unlockFacts)
+	if w.match == MatchRepeat || w.match == MatchUpdate {
+		ruled = nil // moved to the matched memory's slot: decided there
+	}
+	res, err := g.commit(ctx, w, now, unlockFacts, ruled)
 	if errors.Is(err, errNoLongerRepeat) {
 		// The memory changed under the write (an edit by id takes no fact
 		// lock): the write goes to its slot as an update, judged as any.
 		w.repeatOf, w.match = "", MatchUpdate
-		res, err = g.commit(ctx, w, now, unlockFacts)
+		res, err = g.commit(ctx, w, now, unlockFacts, nil)
 	}
 	return res, err
 }
@@ -94,8 +103,9 @@ func (g *Governor) submit(ctx context.Context, c Candidate, adopt bool) (*Submit
 var errNoLongerRepeat = errors.New("the repeated memory changed")
 
 // commit decides the write against its slot and applies the decision in
-// one transaction; unlockFacts is released with the slot's lock.
-func (g *Governor) commit(ctx context.Context, w *write, now time.Time, unlockFacts func()) (*SubmitResult, error) {
+// one transaction; unlockFacts is released with the slot's lock. ruled,
+// when not nil, is policy's decision on a snapshot already (placeRecord).
+func (g *Governor) commit(ctx context.Context, w *write, now time.Time, unlockFacts func(), ruled *ruling) (*SubmitResult, error) {
 	rec := w.rec
 	// Policy decides from a snapshot, before the slot is locked; the
 	// transaction keeps the decision if the slot is still at the revision
@@ -104,8 +114,8 @@ func (g *Governor) commit(ctx context.Context, w *write, now time.Time, unlockFa
 	// likely be outdated by the time the lock is ours: the transaction
 	// decides alone, and policy still runs once. A repeat is checked in
 	// the transaction first, and asks policy only if it no longer is one.
-	var r *ruling
-	if w.repeatOf == "" && !g.busy(rec.SlotID) {
+	r := ruled
+	if r == nil && w.repeatOf == "" && !g.busy(rec.SlotID) {
 		var snap SlotState
 		err := g.store.View(ctx, func(tx ReadTx) (err error) {
 			snap, err = loadSlot(tx, rec.SlotID)
@@ -244,24 +254,52 @@ func (r *ruling) input() *PolicyInput {
 // layer judges the write at it), so a decision taken again against a
 // newer state starts from the same record.
 func (g *Governor) rule(ctx context.Context, st SlotState, w *write) (*ruling, error) {
+	if err := g.ruleChecks(st, w); err != nil {
+		return nil, err
+	}
+	w.rec.Layer = HighestLayer(append(st.Layers(), w.placed)...)
+	r := &ruling{st: st, w: w}
+	r.dec = g.ruled(r, g.classify(ctx, r.input()))
+	return r, nil
+}
+
+// ruleWith is rule with the decision policy already gave about the write
+// at layer in st (placeAndDecide).
+func (g *Governor) ruleWith(st SlotState, w *write, layer Layer, dec Decision) (*ruling, error) {
+	if err := g.ruleChecks(st, w); err != nil {
+		return nil, err
+	}
+	w.rec.Layer = layer
+	r := &ruling{st: st, w: w}
+	r.dec = g.ruled(r, dec)
+	return r, nil
+}
+
+// ruleChecks refuses a write by id to a slot that is gone or another
+// tenant's.
+func (g *Governor) ruleChecks(st SlotState, w *write) error {
 	if w.byID && st.Slot == nil {
-		return nil, Errorf(ENOTFOUND, "memory %s not found", w.rec.SlotID)
+		return Errorf(ENOTFOUND, "memory %s not found", w.rec.SlotID)
 	}
 	if a := st.Active(); a != nil && !w.tenant.Covers(a.Scope) {
 		// Reached by name in a shared slot, or by id: the active
 		// version is another tenant's, which this caller cannot see.
-		return nil, notFound(w.rec.SlotID)
+		return notFound(w.rec.SlotID)
 	}
-	w.rec.Layer = HighestLayer(append(st.Layers(), w.placed)...)
-	r := &ruling{st: st, w: w}
-	dec := withSecrets(g.classify(ctx, r.input()), w.findings)
+	return nil
+}
+
+// ruled is what the governor makes of policy's decision: secrets win,
+// adoption applies a baseline, shadow mode applies what it would stop.
+func (g *Governor) ruled(r *ruling, dec Decision) Decision {
+	dec = withSecrets(dec, r.w.findings)
+	st, w := r.st, r.w
 	if w.adopt && dec.Action == ActionReview && st.Active() == nil && len(st.Pending) == 0 {
 		dec.Action = ActionApply
 		dec.Reasons = append(slices.Clone(dec.Reasons), Reason{Rule: RuleBaselineAdopted,
 			Message: "adopted as the baseline: it was in force before memgate governed it"})
 	}
-	r.dec = g.shadow(dec)
-	return r, nil
+	return g.shadow(dec)
 }
 
 // sameRev reports whether a slot read in a transaction is at the revision
@@ -279,7 +317,12 @@ func sameRev(cur, seen *Slot) bool {
 // only a scope) from it. The record's layer is the highest of the declared
 // and the inferred one: a writer's declaration can raise risk, never lower
 // it (the slot's own layers are added when policy decides, in rule).
-func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
+//
+// With a WritePolicy, placement and decision are one query
+// (placeAndDecide): the ruling it returns is policy's decision about the
+// placed write in the slot state it read, or nil when there is none to
+// keep.
+func (g *Governor) placeRecord(ctx context.Context, rec *Record, w *write) (*ruling, error) {
 	rec.DeclaredLayer = rec.Layer
 	subjectFromScope := false
 	if rec.SubjectID == "" && rec.SlotID == "" {
@@ -294,12 +337,12 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 		if ErrorCode(err) == ENOTFOUND {
 			// One answer for "no such slot" and "another tenant's slot":
 			// slot ids can be computed, so the answers must not differ.
-			return notFound(rec.SlotID)
+			return nil, notFound(rec.SlotID)
 		} else if err != nil {
-			return err
+			return nil, err
 		}
 		if !TenantOf(ctx).Covers(slot.Scope) {
-			return notFound(rec.SlotID)
+			return nil, notFound(rec.SlotID)
 		}
 		rec.SubjectID, rec.FactType = slot.SubjectID, slot.FactType
 		if rec.Scope == (Scope{}) {
@@ -310,23 +353,36 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 	// through its decision, so it is asked only about free text.
 	_, placer := g.policy.(Placer)
 	freeText := rec.Layer == "" || rec.FactType == "" || subjectFromScope
-	if (rec.Summary != "" || len(rec.Value) > 0) && (placer || (freeText && slot == nil)) {
-		in := &PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect}
-		pl := g.place(ctx, in)
-		if pl.Layer.Valid() {
-			rec.InferredLayer = pl.Layer
+	if (rec.Summary == "" && len(rec.Value) == 0) || !placer && (!freeText || slot != nil) {
+		return nil, placed(ctx, rec, Placement{}, slot, subjectFromScope)
+	}
+	if wp, ok := g.policy.(WritePolicy); ok && g.judge == nil {
+		r, ok, err := g.placeAndDecide(ctx, wp, rec, w, slot, subjectFromScope)
+		if ok || err != nil {
+			return r, err
 		}
-		if slot == nil {
-			if rec.FactType == "" {
-				rec.FactType = pl.FactType
-			}
-			if subjectFromScope && pl.SubjectID != "" {
-				rec.SubjectID = pl.SubjectID
-			}
+	}
+	in := &PolicyInput{Op: rec.Op, Candidate: rec, Pending: []*Record{}, Actor: rec.Actor, Dialect: rec.Actor.Dialect}
+	return nil, placed(ctx, rec, g.place(ctx, in), slot, subjectFromScope)
+}
+
+// placed gives rec the placement's layer, fact type, subject and value
+// where the writer left them to it, then its slot: slot, the one of its
+// subject and fact type, or one of its own.
+func placed(ctx context.Context, rec *Record, pl Placement, slot *Slot, subjectFromScope bool) error {
+	if pl.Layer.Valid() {
+		rec.InferredLayer = pl.Layer
+	}
+	if slot == nil {
+		if rec.FactType == "" {
+			rec.FactType = pl.FactType
 		}
-		if len(rec.Value) == 0 && len(pl.Value) > 0 && json.Valid(pl.Value) {
-			rec.Value = pl.Value
+		if subjectFromScope && pl.SubjectID != "" {
+			rec.SubjectID = pl.SubjectID
 		}
+	}
+	if len(rec.Value) == 0 && len(pl.Value) > 0 && json.Valid(pl.Value) {
+		rec.Value = pl.Value
 	}
 	var slotLayer Layer
 	if slot != nil {
@@ -371,6 +427,79 @@ func (g *Governor) placeRecord(ctx context.Context, rec *Record) error {
 		rec.SlotID = rec.ID // a slot of its own
 	}
 	return nil
+}
+
+// placeAndDecide places rec and decides it in one query of wp (DESIGN §7).
+// It guesses the placed write from a placement that changes no slot field
+// (most writes: free text that names no topic, and writes that name their
+// slot), reads that slot's state and asks wp about the write as sent
+// (in.Unplaced), with that state, its secrets found. The placement it
+// gets is applied to rec as Place's would be. The decision is kept, as a
+// ruling on that state, only when it is the decision the placed write
+// would get: placement changed no field the guess fixed (slot, subject,
+// fact type, value: also all the secret scan reads), and the layer the
+// write is judged at, which the decision read as the highest of the
+// declared, inferred and slot layers, is the governor's (rule). ok false
+// (nothing was placed) sends the caller to Place and Classify.
+func (g *Governor) placeAndDecide(ctx context.Context, wp WritePolicy, rec *Record, w *write, slot *Slot, subjectFromScope bool) (_ *ruling, ok bool, err error) {
+	guess := *rec
+	if placed(ctx, &guess, Placement{}, slot, subjectFromScope) != nil {
+		return nil, false, nil // the placement must supply what is missing
+	}
+	var st SlotState
+	if guess.SlotID != guess.ID {
+		err := g.store.View(ctx, func(tx ReadTx) (err error) {
+			st, err = loadSlot(tx, guess.SlotID)
+			return err
+		})
+		if err != nil {
+			return nil, false, nil
+		}
+	}
+	cand := guess
+	cand.Layer = HighestLayer(append(st.Layers(), rec.DeclaredLayer)...)
+	cand.InferredLayer = ""
+	findings := ScanRecord(g.secrets, &guess)
+	in := &PolicyInput{Op: cand.Op, Candidate: &cand, Current: st.Active(), Pending: st.Pending, Actor: cand.Actor,
+		Dialect: cand.Actor.Dialect, Secrets: findings, Unplaced: true}
+	if in.Pending == nil {
+		in.Pending = []*Record{}
+	}
+	pl, dec, ok := g.evalWrite(ctx, wp, in)
+	if !ok {
+		return nil, false, nil
+	}
+	if err := placed(ctx, rec, pl, slot, subjectFromScope); err != nil {
+		return nil, true, err
+	}
+	if rec.SlotID != guess.SlotID || rec.SubjectID != guess.SubjectID || rec.FactType != guess.FactType ||
+		!bytes.Equal(rec.Value, guess.Value) {
+		return nil, true, nil // placed elsewhere: decided there, in commit
+	}
+	// What rules.rego judges at: the highest of the candidate's layer, the
+	// declared and inferred ones and the slot's active and pending ones.
+	judged := func(layers ...Layer) Layer {
+		if a := st.Active(); a != nil {
+			layers = append(layers, a.Layer)
+		}
+		for _, p := range st.Pending {
+			layers = append(layers, p.Layer)
+		}
+		if l := HighestLayer(layers...); l != "" {
+			return l
+		}
+		return LayerKnowledge
+	}
+	atRule := HighestLayer(append(st.Layers(), rec.Layer)...) // rule's
+	if judged(cand.Layer, rec.DeclaredLayer, rec.InferredLayer) != judged(atRule, rec.DeclaredLayer, rec.InferredLayer) {
+		return nil, true, nil
+	}
+	w.findings, w.placed = findings, rec.Layer
+	r, err := g.ruleWith(st, w, atRule, dec)
+	if err != nil {
+		return nil, true, nil // rule's own checks: commit finds them again
+	}
+	return r, true, nil
 }
 
 // askJudge asks the judge, if any, for a second opinion on the record's

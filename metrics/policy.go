@@ -63,6 +63,9 @@ func (m *Metrics) PolicyLoaded(revision string, err error) {
 // write. Decisions and errors pass through unchanged.
 func (m *Metrics) InstrumentClassifier(c memory.Classifier) memory.Classifier {
 	ic := instrumentedClassifier{m: m, c: c}
+	if w, ok := c.(memory.WritePolicy); ok {
+		return instrumentedWritePolicy{instrumentedPlacer{instrumentedClassifier: ic, p: w}, w}
+	}
 	if p, ok := c.(memory.Placer); ok {
 		return instrumentedPlacer{instrumentedClassifier: ic, p: p}
 	}
@@ -91,6 +94,20 @@ func (i instrumentedPlacer) Place(ctx context.Context, in *memory.PolicyInput) (
 	pl, err := i.p.Place(ctx, in)
 	i.m.observeEval(ctx, start, err)
 	return pl, err
+}
+
+type instrumentedWritePolicy struct {
+	instrumentedPlacer
+	w memory.WritePolicy
+}
+
+func (i instrumentedWritePolicy) PlaceAndClassify(ctx context.Context, in *memory.PolicyInput) (memory.Placement, memory.Decision, error) {
+	start := time.Now()
+	pl, dec, err := i.w.PlaceAndClassify(ctx, in)
+	if !errors.Is(err, memory.ErrNoWriteQuery) { // no evaluation took place
+		i.m.observeEval(ctx, start, err)
+	}
+	return pl, dec, err
 }
 
 func (m *Metrics) observeEval(ctx context.Context, start time.Time, err error) {

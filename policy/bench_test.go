@@ -16,11 +16,16 @@ import (
 // deciding a placed write.
 type benchCall struct {
 	place bool
+	write bool // the write document's one query (PlaceAndClassify)
 	in    *memory.PolicyInput
 }
 
 func (c benchCall) run(ctx context.Context, e evaluator) error {
-	if c.place {
+	switch {
+	case c.write:
+		_, _, err := e.PlaceAndClassify(ctx, c.in)
+		return err
+	case c.place:
 		_, err := e.Place(ctx, c.in)
 		return err
 	}
@@ -34,20 +39,25 @@ type evalRecorder struct {
 	calls []benchCall
 }
 
-func (r *evalRecorder) keep(place bool, in *memory.PolicyInput) {
+func (r *evalRecorder) keep(place, write bool, in *memory.PolicyInput) {
 	cp := *in
 	cand := *in.Candidate
 	cp.Candidate = &cand
-	r.calls = append(r.calls, benchCall{place: place, in: &cp})
+	r.calls = append(r.calls, benchCall{place: place, write: write, in: &cp})
+}
+
+func (r *evalRecorder) PlaceAndClassify(ctx context.Context, in *memory.PolicyInput) (memory.Placement, memory.Decision, error) {
+	r.keep(false, true, in)
+	return r.evaluator.PlaceAndClassify(ctx, in)
 }
 
 func (r *evalRecorder) Classify(ctx context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	r.keep(false, in)
+	r.keep(false, false, in)
 	return r.evaluator.Classify(ctx, in)
 }
 
 func (r *evalRecorder) Place(ctx context.Context, in *memory.PolicyInput) (memory.Placement, error) {
-	r.keep(true, in)
+	r.keep(true, false, in)
 	return r.evaluator.Place(ctx, in)
 }
 

@@ -68,8 +68,9 @@ type Classifier struct {
 }
 
 var (
-	_ memory.Classifier = (*Classifier)(nil)
-	_ memory.Placer     = (*Classifier)(nil)
+	_ memory.Classifier  = (*Classifier)(nil)
+	_ memory.Placer      = (*Classifier)(nil)
+	_ memory.WritePolicy = (*Classifier)(nil)
 )
 
 // New returns a Classifier with defaults filled in; Open loads the policy.
@@ -168,6 +169,23 @@ func (c *Classifier) Place(ctx context.Context, in *memory.PolicyInput) (memory.
 		return err
 	})
 	return pl, err
+}
+
+// PlaceAndClassify places and decides a write in one query with the policy
+// in force (see Compiled.PlaceAndClassify). A policy without a write
+// document answers memory.ErrNoWriteQuery, and that is not counted as an
+// evaluation.
+func (c *Classifier) PlaceAndClassify(ctx context.Context, in *memory.PolicyInput) (memory.Placement, memory.Decision, error) {
+	var pl memory.Placement
+	var d memory.Decision
+	if p := c.current.Load(); p != nil && p.write == nil {
+		return pl, memory.Decision{Revision: p.Revision()}, memory.ErrNoWriteQuery
+	}
+	err := c.observe(func(p *Compiled) (err error) {
+		pl, d, err = p.PlaceAndClassify(ctx, in)
+		return err
+	})
+	return pl, d, err
 }
 
 // observe runs one evaluation with the policy in force, counting it and

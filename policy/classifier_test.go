@@ -359,7 +359,7 @@ func TestConcurrentClassifyDuringReload(t *testing.T) {
 	defer c.Close(ctx)
 	var inputs []*memory.PolicyInput
 	for _, call := range benchInputs(t) {
-		if !call.place {
+		if !call.place && !call.write {
 			inputs = append(inputs, call.in)
 		}
 	}

@@ -20,6 +20,9 @@ import (
 const (
 	DecisionQuery  = "data.memgate.decision"
 	PlacementQuery = "data.memgate.placement"
+	// WriteQuery is placement and decision in one evaluation, for a write
+	// before placement (memory.WritePolicy): {"placement", "decision"}.
+	WriteQuery = "data.memgate.write"
 )
 
 // Compiled is one revision of a policy, compiled and prepared for
@@ -36,6 +39,9 @@ type Compiled struct {
 	// place is prepared when the policy defines a placement document;
 	// without one, free text is placed by the slot fields of a decision.
 	place *rego.PreparedEvalQuery
+	// write is prepared when the policy defines a write document (and a
+	// placement): one query per write.
+	write *rego.PreparedEvalQuery
 	// scans shares a candidate's text scan between its placement and its
 	// decision; nil when no query reads text features.
 	scans *scanMemo
@@ -118,12 +124,20 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 		}
 		place = &q
 	}
+	var write *rego.PreparedEvalQuery
+	if place != nil && len(compiler.GetRules(ast.MustParseRef(WriteQuery))) > 0 {
+		q, err := rego.New(rego.Query(WriteQuery), rego.Store(store), rego.Compiler(compiler)).PrepareForEval(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("compile policy write: %w", err)
+		}
+		write = &q
+	}
 	root, err := ast.InterfaceToValue(data)
 	if err != nil {
 		return nil, fmt.Errorf("policy data: %w", err)
 	}
 	p := &Compiled{revision: rev, files: files, features: features, retention: retention, data: dataCache{root: root},
-		decision: pq, place: place, scans: newScanMemo(features)}
+		decision: pq, place: place, write: write, scans: newScanMemo(features)}
 	if _, err := p.Classify(ctx, probeInput()); err != nil {
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
 	}

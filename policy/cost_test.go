@@ -250,12 +250,14 @@ func BenchmarkPolicyFloor(b *testing.B) {
 }
 
 // lowRiskCalls are the policy evaluations of each low-risk corpus text
-// written as free text through the governor: [placement, decision] per
-// write.
+// written as free text through a governor that asks placement and
+// decision apart: [placement, decision] per write (the floor policies
+// have no one query).
 func lowRiskCalls(t testing.TB) [][]benchCall {
 	t.Helper()
 	ctx := context.Background()
-	g, rec := recordingGovernor(t, store.Options{Dir: t.TempDir(), NoSync: true}, compileDefault(t))
+	g, rec := recordingGovernorAs(t, store.Options{Dir: t.TempDir(), NoSync: true}, compileDefault(t),
+		func(r *evalRecorder) memory.Classifier { return placeThenDecide{r} })
 	var writes [][]benchCall
 	for i, text := range lowRiskTexts(t) {
 		rec.calls = rec.calls[:0]
@@ -272,4 +274,59 @@ func lowRiskCalls(t testing.TB) [][]benchCall {
 		t.Fatal("no low-risk write applied")
 	}
 	return writes
+}
+
+// BenchmarkWriteQuery measures what policy costs a low-risk free-text
+// write with the write document's one query against placement and
+// decision asked apart, interleaved, on the calls the governor makes for
+// the low-risk corpus texts (each write's text scan paid once):
+//
+//	go test -run '^$' -bench BenchmarkWriteQuery -benchtime 3000x ./policy/
+func BenchmarkWriteQuery(b *testing.B) {
+	ctx := context.Background()
+	c := compileDefault(b)
+	collect := func(as func(*evalRecorder) memory.Classifier) [][]benchCall {
+		g, rec := recordingGovernorAs(b, store.Options{Dir: b.TempDir(), NoSync: true}, c, as)
+		var out [][]benchCall
+		for i, text := range lowRiskTexts(b) {
+			rec.calls = rec.calls[:0]
+			res, err := g.Submit(ctx, memory.Candidate{Summary: text, Scope: memory.Scope{UserID: fmt.Sprintf("u-%d", i)},
+				Actor: memory.Actor{AgentID: "bench", Dialect: "native"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Outcome == memory.OutcomeApplied {
+				out = append(out, slices.Clone(rec.calls))
+			}
+		}
+		return out
+	}
+	paths := []struct {
+		name  string
+		calls [][]benchCall
+		lat   []time.Duration
+	}{
+		{name: "one-query", calls: collect(func(r *evalRecorder) memory.Classifier { return r })},
+		{name: "place-then-decide", calls: collect(func(r *evalRecorder) memory.Classifier { return placeThenDecide{r} })},
+	}
+	i := 0
+	for b.Loop() {
+		for k := range paths {
+			p := &paths[(i+k)%len(paths)] // each goes first in turn
+			c.scans.forget()
+			start := time.Now()
+			for _, call := range p.calls[i%len(p.calls)] {
+				if err := call.run(ctx, c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			p.lat = append(p.lat, time.Since(start))
+		}
+		i++
+	}
+	for k := range paths {
+		slices.Sort(paths[k].lat)
+		b.ReportMetric(float64(percentile(paths[k].lat, 0.5).Nanoseconds()), paths[k].name+"-p50-ns")
+	}
+	b.ReportMetric(float64(percentile(paths[0].lat, 0.5))/float64(percentile(paths[1].lat, 0.5)), "one/two")
 }

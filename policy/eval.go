@@ -32,6 +32,48 @@ func (p *Compiled) Place(ctx context.Context, in *memory.PolicyInput) (memory.Pl
 	return p.placeWith(ctx, in, p.eval)
 }
 
+// PlaceAndClassify evaluates the policy's write document: the placement of
+// a write before placement (in.Unplaced) and the decision about it once
+// placed, in one query (memory.WritePolicy). A policy without one answers
+// memory.ErrNoWriteQuery.
+func (p *Compiled) PlaceAndClassify(ctx context.Context, in *memory.PolicyInput) (memory.Placement, memory.Decision, error) {
+	return p.placeAndClassify(ctx, in, p.eval)
+}
+
+func (p *Compiled) placeAndClassify(ctx context.Context, in *memory.PolicyInput, eval evalFunc) (memory.Placement, memory.Decision, error) {
+	fail := func(err error) (memory.Placement, memory.Decision, error) {
+		return memory.Placement{}, memory.Decision{Revision: p.revision}, err
+	}
+	if p.write == nil {
+		return fail(memory.ErrNoWriteQuery)
+	}
+	if in == nil || in.Candidate == nil {
+		return fail(errors.New("policy input has no candidate"))
+	}
+	v, err := eval(ctx, p.write, in)
+	if err != nil {
+		return fail(err)
+	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return fail(fmt.Errorf("%w: write is %T, not an object", ErrMalformed, v))
+	}
+	pv, dv := obj.Get(ast.InternedTerm("placement")), obj.Get(ast.InternedTerm("decision"))
+	if pv == nil || dv == nil {
+		return fail(fmt.Errorf("%w: write needs placement and decision", ErrMalformed))
+	}
+	pl, err := decodePlacement(pv.Value)
+	if err != nil {
+		return fail(err)
+	}
+	d, err := decodeDecision(dv.Value)
+	if err != nil {
+		return fail(err)
+	}
+	d.Revision = p.revision
+	return pl, d, nil
+}
+
 // evalFunc runs one of the policy's queries on an input: p.eval, or the
 // differential test's plain reference.
 type evalFunc func(ctx context.Context, q *rego.PreparedEvalQuery, in *memory.PolicyInput) (ast.Value, error)

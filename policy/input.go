@@ -60,6 +60,9 @@ func inputScanned(in *memory.PolicyInput, features *textFeatures, scans *scanMem
 	f.str("dialect", in.Dialect)
 	f.term("secrets", secretsTerm(in.Secrets))
 	f.term("judge", verdictTerm(in.Judge))
+	if in.Unplaced {
+		f.term("unplaced", ast.BooleanTerm(true))
+	}
 	return f.object(), nil
 }
 

@@ -47,6 +47,10 @@ func (pl *plainPolicy) Place(ctx context.Context, in *memory.PolicyInput) (memor
 	return pl.p.placeWith(ctx, in, pl.pp.eval)
 }
 
+func (pl *plainPolicy) PlaceAndClassify(ctx context.Context, in *memory.PolicyInput) (memory.Placement, memory.Decision, error) {
+	return pl.p.placeAndClassify(ctx, in, pl.pp.eval)
+}
+
 // plainPath builds plainPolicy's input and evaluates its queries.
 type plainPath struct {
 	// spec is data.memgate_config.features as parsed JSON; nil when the

@@ -199,10 +199,11 @@ var realisticWrites = []write{
 		want: outcome{action: "review", risk: "high", categories: []string{"inference", "state_override"}, layer: "state", factType: "status.phase"}},
 }
 
-// evaluator is what the governor asks: placement, then a decision.
+// evaluator is what the governor asks: placement, then a decision, or
+// both in one query.
 type evaluator interface {
 	memory.Classifier
-	memory.Placer
+	memory.WritePolicy
 }
 
 // submit runs a write through policy the way the governor does: a free-text

@@ -26,6 +26,10 @@ judged_layers contains l if l := input.pending[_].layer
 
 judged_layers contains l if some l in text_layers
 
+# The write document decides before the placement is in the input: the
+# layer the text reads as comes from the placement rule itself.
+judged_layers contains inferred_layer if input.unplaced
+
 default layer := "knowledge"
 
 layer := highest(judged_layers)

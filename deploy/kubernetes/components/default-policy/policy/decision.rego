@@ -11,6 +11,15 @@ package memgate
 
 import data.memgate_config as config
 
+# write is placement and decision in one query, which the sidecar asks
+# about a write before placing it (input.unplaced: its layer is the
+# declared one with its slot's, and input.current and input.pending are
+# the slot it has if placement leaves its slot fields alone). The sidecar
+# keeps the decision only when placement left them alone and the layer
+# the write is judged at is the same (DESIGN §7); otherwise it asks
+# data.memgate.decision about the placed write.
+write := {"placement": placement, "decision": decision}
+
 # decision is defined only when a rule fired, so a gap in the rules is an
 # undefined decision, which the sidecar fails closed on. Each rule's entry
 # in config.rules is the decision it gives when it fires alone (less

@@ -37,7 +37,7 @@ inferred_layers contains l if {
 inferred_layers contains "policy" if fact_type_governs
 
 inferred_layers contains l if {
-	input.candidate.layer == ""
+	declared_layer == ""
 	l := config.topics[input.candidate.text_first.topic].layer
 }
 
@@ -45,9 +45,17 @@ default inferred_layer := ""
 
 inferred_layer := highest(inferred_layers)
 
+# declared_layer: the layer the writer declared. Placement alone is asked
+# about the write as sent (its layer the declared one); the write document
+# (decision.rego) about the write with its slot's layers too, and the
+# declared one in declaredLayer (input.unplaced).
+declared_layer := object.get(input.candidate, "declaredLayer", "") if {
+	input.unplaced
+} else := input.candidate.layer
+
 # placed_layer: the layer the write has once placed, before its slot is
 # known: the higher of the declared and the inferred one.
-placed_layers contains input.candidate.layer
+placed_layers contains declared_layer
 
 placed_layers contains inferred_layer
 
