@@ -13,13 +13,14 @@
 // number of heads, each weight an int8 with one scale per head.
 //
 // A head's logit is its bias plus the weights of the text's tokens, their
-// sum normalized by the number of tokens (Norm: divided by it, by its
-// square root, or not at all, as the model was trained; training and
-// scoring normalize alike). A plain sum lets a long text of words the
-// model never saw drift far from zero (each unseen word lands in a bucket
-// some other feature trained, with a weight of either sign), so that a
-// list of names or tags could read as an instruction; normalized, a text
-// weighs what its words say on average, whatever its length.
+// sum normalized by the number n of tokens as the model was trained (Norm:
+// not at all, divided by √n or by n; training and scoring normalize
+// alike). The file format (MGTC2) carries the normalization; a file of the
+// first format (MGTC1) has none and reads as a sum. Normalizing weighs
+// long and short texts differently in training; at any one length it
+// only rescales the weights, so it does not stop a text of words the
+// model never saw (each lands in a bucket other features trained) from
+// scoring high.
 package textclass
 
 import (

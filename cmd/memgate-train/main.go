@@ -12,7 +12,9 @@
 // same model, byte for byte. With -folds it also reports, from
 // out-of-fold scores on the tuning rows only, how each head separates the
 // classes at a few thresholds: what data.json's thresholds are chosen
-// from.
+// from. -norm sets how the model normalizes a text's sum of token
+// weights by its number of tokens (the default, sum, is what the
+// out-of-fold figures chose; policy/README.md has them).
 package main
 
 import (
