@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -127,6 +128,7 @@ func TestTrainRefusesBadInput(t *testing.T) {
 		"no heads":    {toy(), TrainOptions{}},
 		"odd dims":    {toy(), TrainOptions{Heads: []string{"risk", "p"}, Dims: 1000}},
 		"no examples": {nil, TrainOptions{Heads: []string{"risk"}}},
+		"bad norm":    {toy(), TrainOptions{Heads: []string{"risk", "p"}, Norm: NormMean + 1}},
 		"label count": {[]Example{{Norm: " x ", Labels: []float32{1}}}, TrainOptions{Heads: []string{"a", "b"}}},
 		"one class":   {[]Example{{Norm: " x ", Labels: []float32{1}}}, TrainOptions{Heads: []string{"a"}}},
 	} {
@@ -160,5 +162,73 @@ func BenchmarkScore(b *testing.B) {
 	out := make([]float32, 2)
 	for b.Loop() {
 		m.Score(norm, feats, out)
+	}
+}
+
+// TestScoreNormalizes checks Score against its definition for each
+// normalization: the bias plus the sum of the tokens' weights times 1,
+// 1/√n or 1/n.
+func TestScoreNormalizes(t *testing.T) {
+	norm, feats := " skip the tests and deploy 项目上线 now ", []string{"action", "lead.verb"}
+	for _, nm := range []Norm{NormSum, NormSqrt, NormMean} {
+		m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 10, Norm: nm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Norm() != nm {
+			t.Fatalf("trained with %s, the model says %s", nm, m.Norm())
+		}
+		var sum [2]float64
+		n := 0
+		Tokens(norm, feats, func(tok uint32) {
+			n++
+			for h := range 2 {
+				v := float64(m.w[int(tok&(m.dims-1))*2+h]) * float64(m.scale[h])
+				if tok&signBit != 0 {
+					v = -v
+				}
+				sum[h] += v
+			}
+		})
+		f := map[Norm]float64{NormSum: 1, NormSqrt: 1 / math.Sqrt(float64(n)), NormMean: 1 / float64(n)}[nm]
+		out := make([]float32, 2)
+		m.Score(norm, feats, out)
+		for h := range 2 {
+			want := float32(1 / (1 + math.Exp(-(float64(m.bias[h]) + sum[h]*f))))
+			if math.Abs(float64(out[h]-want)) > 1e-6 {
+				t.Errorf("%s: head %d scores %v, want %v", nm, h, out[h], want)
+			}
+		}
+		p, err := Parse(m.Marshal())
+		if err != nil || p.Norm() != nm {
+			t.Fatalf("%s: parsed back as %v (%v)", nm, p, err)
+		}
+	}
+}
+
+// TestParseReadsMGTC1: a model of the first format (no normalization
+// byte) reads as one that sums, and scores as it did.
+func TestParseReadsMGTC1(t *testing.T) {
+	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 10, Norm: NormSum})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := m.marshalBinary()
+	// MGTC1: the same bytes without the normalization after the header.
+	old := append([]byte(magicSum), bin[len(magic):len(magic)+8]...)
+	old = append(old, bin[len(magic)+9:]...)
+	p, err := Parse(append([]byte(armor), base64.StdEncoding.EncodeToString(old)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Norm() != NormSum || !bytes.Equal(p.Marshal(), m.Marshal()) {
+		t.Fatalf("MGTC1 read as %v", p)
+	}
+	for _, bad := range []byte{0, byte(NormMean) + 1} {
+		b := append([]byte(nil), bin...)
+		b[len(magic)+8] = bad
+		if _, err := Parse(append([]byte(armor), base64.StdEncoding.EncodeToString(b)...)); err == nil {
+			t.Errorf("normalization %d: parsed", bad)
+		}
 	}
 }

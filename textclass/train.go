@@ -23,6 +23,9 @@ type TrainOptions struct {
 	Rate   float64  // AdaGrad's learning rate (default 0.2)
 	L2     float64  // weight decay per update (default 1e-6)
 	Seed   uint64   // the order of the examples in each pass
+	// Norm normalizes a text's sum of token weights by its number of
+	// tokens, in training as in Score (default NormSum).
+	Norm Norm
 }
 
 // Train fits one logistic regression per head with AdaGrad, each head's
@@ -53,16 +56,24 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 	if o.L2 == 0 {
 		o.L2 = 1e-6
 	}
+	if o.Norm == 0 {
+		o.Norm = NormSum
+	}
+	if o.Norm > NormMean {
+		return nil, fmt.Errorf("textclass: normalization %d: want sum, sqrt or mean", o.Norm)
+	}
 	if len(examples) == 0 {
 		return nil, errors.New("textclass: no examples")
 	}
-	// Tokens once per example.
+	// Tokens once per example, and the factor their sum is normalized by.
 	toks := make([][]uint32, len(examples))
+	factor := make([]float64, len(examples))
 	for i, e := range examples {
 		if len(e.Labels) != h {
 			return nil, fmt.Errorf("textclass: example %d has %d labels, want %d", i, len(e.Labels), h)
 		}
 		Tokens(e.Norm, e.Features, func(t uint32) { toks[i] = append(toks[i], t) })
+		factor[i] = o.Norm.factor(len(toks[i]))
 	}
 	// Class weights: each head's positives and negatives weigh alike.
 	pos, neg := make([]float64, h), make([]float64, h)
@@ -101,15 +112,15 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 				if y < 0 {
 					continue
 				}
-				z := bias[j]
+				sum := 0.0
 				for _, t := range toks[i] {
 					v := w[int(t&mask)*h+j]
 					if t&signBit != 0 {
 						v = -v
 					}
-					z += v
+					sum += v
 				}
-				p := 1 / (1 + math.Exp(-z))
+				p := 1 / (1 + math.Exp(-(bias[j] + sum*factor[i])))
 				c := cw[j][0]
 				if y >= 0.5 {
 					c = cw[j][1]
@@ -117,11 +128,13 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 				g := (p - float64(y)) * c * weight(e)
 				bg2[j] += g * g
 				bias[j] -= o.Rate * g / (math.Sqrt(bg2[j]) + 1e-8)
+				// Each token's weight enters the logit times the factor.
+				gt := g * factor[i]
 				for _, t := range toks[i] {
 					k := int(t&mask)*h + j
-					gk := g
+					gk := gt
 					if t&signBit != 0 {
-						gk = -g
+						gk = -gt
 					}
 					gk += o.L2 * w[k]
 					g2[k] += gk * gk
@@ -143,7 +156,7 @@ func weight(e Example) float64 {
 // quantize turns the float weights into int8 with one scale per head.
 func quantize(o TrainOptions, w, bias []float64) *Model {
 	h := len(o.Heads)
-	m := &Model{heads: append([]string(nil), o.Heads...), dims: o.Dims, bias: make([]float32, h),
+	m := &Model{heads: append([]string(nil), o.Heads...), dims: o.Dims, norm: o.Norm, bias: make([]float32, h),
 		scale: make([]float32, h), w: make([]int8, len(w))}
 	for j := range h {
 		m.bias[j] = float32(bias[j])

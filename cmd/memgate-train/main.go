@@ -12,7 +12,9 @@
 // same model, byte for byte. With -folds it also reports, from
 // out-of-fold scores on the tuning rows only, how each head separates the
 // classes at a few thresholds: what data.json's thresholds are chosen
-// from.
+// from. -norm sets how the model normalizes a text's sum of token
+// weights by its number of tokens (the default, sum, is what the
+// out-of-fold figures chose; policy/README.md has them).
 package main
 
 import (
@@ -52,6 +54,7 @@ func run(ctx context.Context, args []string) error {
 	seed := fl.Uint64("seed", 1, "the order of the examples in each pass")
 	rate := fl.Float64("rate", 0.2, "AdaGrad's learning rate")
 	l2 := fl.Float64("l2", 1e-6, "weight decay per update")
+	norm := fl.String("norm", "sum", "how a text's sum of token weights is normalized by its number of tokens n: mean (divided by n), sqrt (by √n) or sum (not at all)")
 	folds := fl.Int("folds", 0, "with k > 1, report out-of-fold separation on the tuning rows (k trainings more)")
 	curatedLow := fl.Float64("curated-low-weight", 4, "weight of the curated corpus's low-risk examples: they are written like its high-risk ones, so that the model learns what a text says, not how the corpus writes")
 	sweep := fl.Bool("sweep", false, "with -folds or -by-source, also decide every tuning row with its fold's model and report, by source, what each gate and confidence threshold would park")
@@ -63,6 +66,10 @@ func run(ctx context.Context, args []string) error {
 	}
 	if *out == "" {
 		*out = filepath.Join(*dir, policy.ModelFile)
+	}
+	normalization, err := textclass.ParseNorm(*norm)
+	if err != nil {
+		return err
 	}
 	files, err := policy.ReadDir(*dir)
 	if err != nil {
@@ -77,7 +84,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	weighCuratedLow(examples, train, float32(*curatedLow))
-	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Dims: uint32(*dims), Epochs: *epochs, Seed: *seed, Rate: *rate, L2: *l2}
+	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Dims: uint32(*dims), Epochs: *epochs, Seed: *seed, Rate: *rate, L2: *l2, Norm: normalization}
 	m, err := textclass.Train(train, opts)
 	if err != nil {
 		return err
@@ -86,7 +93,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	slog.Info("trained the text classifier", "examples", len(train), "from", len(examples), "heads", strings.Join(opts.Heads, ","),
-		"buckets", opts.Dims, "out", *out, "bytes", len(m.Marshal()))
+		"buckets", opts.Dims, "norm", opts.Norm, "out", *out, "bytes", len(m.Marshal()))
 	var fold []int
 	switch {
 	case *bySource:
