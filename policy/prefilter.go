@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memgate/memgate/internal/reliteral"
 	"github.com/memgate/memgate/memory"
 	"github.com/open-policy-agent/opa/v1/util"
 )
@@ -70,12 +71,11 @@ func (p *prefiltered) mayMatch(s string) bool {
 	return false
 }
 
-// maxLiterals bounds the expansion of alternations into literals, and
-// maxClassRunes the character classes expanded into one-rune literals.
-const (
-	maxLiterals   = 64
-	maxClassRunes = 8
-)
+// literalOptions are the prefilter's choices for its literals: any
+// characters, in their case unless case-folded (compilePrefiltered lowers
+// them all when some are), at most 64 from alternations and
+// concatenations, character classes of up to 8 runes expanded.
+var literalOptions = reliteral.Options{MaxSet: 64, MaxClass: 8}
 
 // foldForPrefilter lowercases s as far as RE2's case folding can reach an
 // ASCII letter: strings.ToLower, plus the long s (ſ), which folds to s.
@@ -90,34 +90,21 @@ func foldForPrefilter(s string) string {
 func leadingLiterals(re *syntax.Regexp) (lits []string, fold, complete, ok bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if len(re.Rune) == 0 {
+		lits, ok := reliteral.Literal(re, literalOptions)
+		if !ok {
 			return nil, false, false, false
 		}
-		f := re.Flags&syntax.FoldCase != 0
-		lit := string(re.Rune)
-		if f {
-			lit = strings.ToLower(lit)
-		}
-		return []string{lit}, f, true, true
+		return lits, re.Flags&syntax.FoldCase != 0, true, true
 	case syntax.OpCapture:
 		return leadingLiterals(re.Sub[0])
 	case syntax.OpCharClass:
 		// A small class is an alternation of one-rune literals: in
 		// `access[ _-]?key` it keeps "access key" apart from "access the".
-		f := re.Flags&syntax.FoldCase != 0
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-				if len(lits) == maxClassRunes {
-					return nil, false, false, false
-				}
-				lit := string(r)
-				if f {
-					lit = strings.ToLower(lit)
-				}
-				lits = append(lits, lit)
-			}
+		lits, ok := reliteral.Class(re, literalOptions)
+		if !ok {
+			return nil, false, false, false
 		}
-		return lits, f, true, len(lits) > 0
+		return lits, re.Flags&syntax.FoldCase != 0, true, true
 	case syntax.OpQuest:
 		// Either the part or nothing: "" extends to what follows.
 		l, f, c, ok := leadingLiterals(re.Sub[0])
@@ -136,7 +123,8 @@ func leadingLiterals(re *syntax.Regexp) (lits []string, fold, complete, ok bool)
 			}
 			lits, fold, complete = append(lits, l...), fold || f, complete && c
 		}
-		return lits, fold, complete, len(lits) <= maxLiterals
+		lits, ok = reliteral.Bound(lits, literalOptions)
+		return lits, fold, complete, ok
 	}
 	return nil, false, false, false
 }
@@ -160,14 +148,12 @@ func concatLiterals(subs []*syntax.Regexp) (lits []string, fold, complete, ok bo
 		return lits, fold, complete && len(subs) == 1, ok
 	}
 	rest, f, c, ok := concatLiterals(subs[1:])
-	if !ok || len(lits)*len(rest) > maxLiterals {
+	if !ok {
 		return lits, fold, false, true
 	}
-	extended := make([]string, 0, len(lits)*len(rest))
-	for _, a := range lits {
-		for _, b := range rest {
-			extended = append(extended, a+b)
-		}
+	extended, ok := reliteral.Cross(lits, rest, literalOptions)
+	if !ok {
+		return lits, fold, false, true
 	}
 	return extended, fold || f, c, true
 }
@@ -195,7 +181,7 @@ func containedLiterals(re *syntax.Regexp) (lits []string, fold, ok bool) {
 			if !ok {
 				continue
 			}
-			if shortest := minLen(l); shortest > best {
+			if shortest := reliteral.MinLen(l); shortest > best {
 				lits, fold, best = l, f, shortest
 			}
 		}
@@ -208,19 +194,10 @@ func containedLiterals(re *syntax.Regexp) (lits []string, fold, ok bool) {
 			}
 			lits, fold = append(lits, l...), fold || f
 		}
-		return lits, fold, len(lits) <= maxLiterals
+		lits, ok = reliteral.Bound(lits, literalOptions)
+		return lits, fold, ok
 	}
 	return nil, false, false
-}
-
-func minLen(ss []string) int {
-	n := -1
-	for _, s := range ss {
-		if n < 0 || len(s) < n {
-			n = len(s)
-		}
-	}
-	return n
 }
 
 // prefilterIndex tests the prefilters of many patterns at once: the
