@@ -33,9 +33,9 @@ func compilePrefiltered(pattern string) (*prefiltered, error) {
 	p := &prefiltered{re: re}
 	if parsed, err := syntax.Parse(pattern, syntax.Perl); err == nil {
 		simple := parsed.Simplify()
-		if lits, fold, _, ok := leadingLiterals(simple); ok {
+		if lits, fold, _, ok := reliteral.Leading(simple, literalOptions); ok {
 			p.literals, p.fold = lits, fold
-		} else if lits, fold, ok := containedLiterals(simple); ok {
+		} else if lits, fold, ok := reliteral.Contained(simple, literalOptions); ok {
 			p.literals, p.fold = lits, fold
 		}
 	}
@@ -81,123 +81,6 @@ var literalOptions = reliteral.Options{MaxSet: 64, MaxClass: 8}
 // ASCII letter: strings.ToLower, plus the long s (ſ), which folds to s.
 func foldForPrefilter(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "ſ", "s")
-}
-
-// leadingLiterals returns literals one of which every match of re starts
-// with (after zero-width assertions such as \b), whether any is
-// case-folded, and whether re matches exactly those literals (complete),
-// so a following part can extend them; ok is false when re has no such set.
-func leadingLiterals(re *syntax.Regexp) (lits []string, fold, complete, ok bool) {
-	switch re.Op {
-	case syntax.OpLiteral:
-		lits, ok := reliteral.Literal(re, literalOptions)
-		if !ok {
-			return nil, false, false, false
-		}
-		return lits, re.Flags&syntax.FoldCase != 0, true, true
-	case syntax.OpCapture:
-		return leadingLiterals(re.Sub[0])
-	case syntax.OpCharClass:
-		// A small class is an alternation of one-rune literals: in
-		// `access[ _-]?key` it keeps "access key" apart from "access the".
-		lits, ok := reliteral.Class(re, literalOptions)
-		if !ok {
-			return nil, false, false, false
-		}
-		return lits, re.Flags&syntax.FoldCase != 0, true, true
-	case syntax.OpQuest:
-		// Either the part or nothing: "" extends to what follows.
-		l, f, c, ok := leadingLiterals(re.Sub[0])
-		if !ok {
-			return nil, false, false, false
-		}
-		return append(l, ""), f, c, true
-	case syntax.OpConcat:
-		return concatLiterals(re.Sub)
-	case syntax.OpAlternate:
-		complete = true
-		for _, sub := range re.Sub {
-			l, f, c, ok := leadingLiterals(sub)
-			if !ok {
-				return nil, false, false, false
-			}
-			lits, fold, complete = append(lits, l...), fold || f, complete && c
-		}
-		lits, ok = reliteral.Bound(lits, literalOptions)
-		return lits, fold, complete, ok
-	}
-	return nil, false, false, false
-}
-
-// concatLiterals is leadingLiterals of a concatenation: the first part's
-// literals, extended by the next part's while the first is complete.
-func concatLiterals(subs []*syntax.Regexp) (lits []string, fold, complete, ok bool) {
-	for len(subs) > 0 {
-		switch subs[0].Op {
-		case syntax.OpWordBoundary, syntax.OpNoWordBoundary, syntax.OpBeginLine, syntax.OpBeginText:
-			subs = subs[1:] // zero width: the literal still starts the match
-			continue
-		}
-		break
-	}
-	if len(subs) == 0 {
-		return nil, false, false, false
-	}
-	lits, fold, complete, ok = leadingLiterals(subs[0])
-	if !ok || !complete || len(subs) == 1 {
-		return lits, fold, complete && len(subs) == 1, ok
-	}
-	rest, f, c, ok := concatLiterals(subs[1:])
-	if !ok {
-		return lits, fold, false, true
-	}
-	extended, ok := reliteral.Cross(lits, rest, literalOptions)
-	if !ok {
-		return lits, fold, false, true
-	}
-	return extended, fold || f, c, true
-}
-
-// containedLiterals returns literals one of which every match of re
-// contains somewhere, for patterns such as `([a-z]+) project` that start
-// with a class; ok is false when re has no such set.
-func containedLiterals(re *syntax.Regexp) (lits []string, fold, ok bool) {
-	switch re.Op {
-	case syntax.OpLiteral:
-		l, f, _, ok := leadingLiterals(re) // a literal starts every match of itself
-		return l, f, ok
-	case syntax.OpCapture, syntax.OpPlus:
-		return containedLiterals(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return containedLiterals(re.Sub[0])
-		}
-	case syntax.OpConcat:
-		// Any part's literals will do; the one whose shortest literal is
-		// longest skips the most texts.
-		best := -1
-		for _, sub := range re.Sub {
-			l, f, ok := containedLiterals(sub)
-			if !ok {
-				continue
-			}
-			if shortest := reliteral.MinLen(l); shortest > best {
-				lits, fold, best = l, f, shortest
-			}
-		}
-		return lits, fold, best > 0
-	case syntax.OpAlternate:
-		for _, sub := range re.Sub {
-			l, f, ok := containedLiterals(sub)
-			if !ok {
-				return nil, false, false
-			}
-			lits, fold = append(lits, l...), fold || f
-		}
-		lits, ok = reliteral.Bound(lits, literalOptions)
-		return lits, fold, ok
-	}
-	return nil, false, false
 }
 
 // prefilterIndex tests the prefilters of many patterns at once: the

@@ -17,9 +17,9 @@ import (
 // Options are the choices of a caller: which strings a set may hold and
 // how large it may grow.
 type Options struct {
-	// ASCII makes every string lowercased ASCII: literals holding other
-	// characters are not expanded, class members must fold to ASCII (the
-	// Kelvin sign to k, the long s to s), and sets are deduplicated.
+	// ASCII makes every string lowercased ASCII: literals and classes
+	// holding other characters (or DEL) are not expanded, and sets are
+	// deduplicated.
 	// Otherwise strings keep their case, except in case-folded parts
 	// ((?i)), which are lowercased, and sets are lists in the expression's
 	// order, which may repeat a string.
@@ -65,16 +65,12 @@ func Class(re *syntax.Regexp, o Options) ([]string, bool) {
 	set := make([]string, 0, n)
 	for i := 0; i+1 < len(re.Rune); i += 2 {
 		for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-			if o.ASCII {
-				switch r {
-				case 0x212A: // Kelvin sign
-					r = 'k'
-				case 0x17F: // long s
-					r = 's'
-				}
-				if r >= unicode.MaxASCII {
-					return nil, false
-				}
+			if o.ASCII && r >= unicode.MaxASCII {
+				// Also the Kelvin sign and the long s, though the text
+				// they are looked for in has them as k and s: the gate
+				// never expanded them (its mapping advanced the loop
+				// past the class's end), and issue 28 kept its outputs.
+				return nil, false
 			}
 			s := string(r)
 			if o.ASCII || fold {
