@@ -51,7 +51,7 @@ func Literal(re *syntax.Regexp, o Options) ([]string, bool) {
 }
 
 // Class returns the characters of an OpCharClass of at most MaxClass
-// characters (counted before folding), as one-rune strings: a small class
+// characters (counted before lowercasing), as one-rune strings: a small class
 // is an alternation of one-rune literals, as in [Aa], [=:] or [ _-].
 func Class(re *syntax.Regexp, o Options) ([]string, bool) {
 	n := 0
@@ -66,10 +66,11 @@ func Class(re *syntax.Regexp, o Options) ([]string, bool) {
 	for i := 0; i+1 < len(re.Rune); i += 2 {
 		for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
 			if o.ASCII && r >= unicode.MaxASCII {
-				// Also the Kelvin sign and the long s, though the text
-				// they are looked for in has them as k and s: the gate
-				// never expanded them (its mapping advanced the loop
-				// past the class's end), and issue 28 kept its outputs.
+				// Also the Kelvin sign and the long s, though the
+				// gate's text has them as k and s: its class expansion
+				// mapped them by setting the loop variable back to k
+				// or s, so the loop always went on to DEL and gave up.
+				// Expanding them would be sound but change outputs.
 				return nil, false
 			}
 			s := string(r)
