@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/memgate/memgate/internal/reliteral"
 	"github.com/memgate/memgate/memory"
 	"github.com/open-policy-agent/opa/v1/util"
 )
@@ -32,9 +33,9 @@ func compilePrefiltered(pattern string) (*prefiltered, error) {
 	p := &prefiltered{re: re}
 	if parsed, err := syntax.Parse(pattern, syntax.Perl); err == nil {
 		simple := parsed.Simplify()
-		if lits, fold, _, ok := leadingLiterals(simple); ok {
+		if lits, fold, _, ok := reliteral.Leading(simple, literalOptions); ok {
 			p.literals, p.fold = lits, fold
-		} else if lits, fold, ok := containedLiterals(simple); ok {
+		} else if lits, fold, ok := reliteral.Contained(simple, literalOptions); ok {
 			p.literals, p.fold = lits, fold
 		}
 	}
@@ -70,157 +71,16 @@ func (p *prefiltered) mayMatch(s string) bool {
 	return false
 }
 
-// maxLiterals bounds the expansion of alternations into literals, and
-// maxClassRunes the character classes expanded into one-rune literals.
-const (
-	maxLiterals   = 64
-	maxClassRunes = 8
-)
+// literalOptions are the prefilter's choices for its literals: any
+// characters, in their case unless case-folded (compilePrefiltered lowers
+// them all when some are), at most 64 from alternations and
+// concatenations, character classes of up to 8 runes expanded.
+var literalOptions = reliteral.Options{MaxSet: 64, MaxClass: 8}
 
 // foldForPrefilter lowercases s as far as RE2's case folding can reach an
 // ASCII letter: strings.ToLower, plus the long s (ſ), which folds to s.
 func foldForPrefilter(s string) string {
 	return strings.ReplaceAll(strings.ToLower(s), "ſ", "s")
-}
-
-// leadingLiterals returns literals one of which every match of re starts
-// with (after zero-width assertions such as \b), whether any is
-// case-folded, and whether re matches exactly those literals (complete),
-// so a following part can extend them; ok is false when re has no such set.
-func leadingLiterals(re *syntax.Regexp) (lits []string, fold, complete, ok bool) {
-	switch re.Op {
-	case syntax.OpLiteral:
-		if len(re.Rune) == 0 {
-			return nil, false, false, false
-		}
-		f := re.Flags&syntax.FoldCase != 0
-		lit := string(re.Rune)
-		if f {
-			lit = strings.ToLower(lit)
-		}
-		return []string{lit}, f, true, true
-	case syntax.OpCapture:
-		return leadingLiterals(re.Sub[0])
-	case syntax.OpCharClass:
-		// A small class is an alternation of one-rune literals: in
-		// `access[ _-]?key` it keeps "access key" apart from "access the".
-		f := re.Flags&syntax.FoldCase != 0
-		for i := 0; i+1 < len(re.Rune); i += 2 {
-			for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-				if len(lits) == maxClassRunes {
-					return nil, false, false, false
-				}
-				lit := string(r)
-				if f {
-					lit = strings.ToLower(lit)
-				}
-				lits = append(lits, lit)
-			}
-		}
-		return lits, f, true, len(lits) > 0
-	case syntax.OpQuest:
-		// Either the part or nothing: "" extends to what follows.
-		l, f, c, ok := leadingLiterals(re.Sub[0])
-		if !ok {
-			return nil, false, false, false
-		}
-		return append(l, ""), f, c, true
-	case syntax.OpConcat:
-		return concatLiterals(re.Sub)
-	case syntax.OpAlternate:
-		complete = true
-		for _, sub := range re.Sub {
-			l, f, c, ok := leadingLiterals(sub)
-			if !ok {
-				return nil, false, false, false
-			}
-			lits, fold, complete = append(lits, l...), fold || f, complete && c
-		}
-		return lits, fold, complete, len(lits) <= maxLiterals
-	}
-	return nil, false, false, false
-}
-
-// concatLiterals is leadingLiterals of a concatenation: the first part's
-// literals, extended by the next part's while the first is complete.
-func concatLiterals(subs []*syntax.Regexp) (lits []string, fold, complete, ok bool) {
-	for len(subs) > 0 {
-		switch subs[0].Op {
-		case syntax.OpWordBoundary, syntax.OpNoWordBoundary, syntax.OpBeginLine, syntax.OpBeginText:
-			subs = subs[1:] // zero width: the literal still starts the match
-			continue
-		}
-		break
-	}
-	if len(subs) == 0 {
-		return nil, false, false, false
-	}
-	lits, fold, complete, ok = leadingLiterals(subs[0])
-	if !ok || !complete || len(subs) == 1 {
-		return lits, fold, complete && len(subs) == 1, ok
-	}
-	rest, f, c, ok := concatLiterals(subs[1:])
-	if !ok || len(lits)*len(rest) > maxLiterals {
-		return lits, fold, false, true
-	}
-	extended := make([]string, 0, len(lits)*len(rest))
-	for _, a := range lits {
-		for _, b := range rest {
-			extended = append(extended, a+b)
-		}
-	}
-	return extended, fold || f, c, true
-}
-
-// containedLiterals returns literals one of which every match of re
-// contains somewhere, for patterns such as `([a-z]+) project` that start
-// with a class; ok is false when re has no such set.
-func containedLiterals(re *syntax.Regexp) (lits []string, fold, ok bool) {
-	switch re.Op {
-	case syntax.OpLiteral:
-		l, f, _, ok := leadingLiterals(re) // a literal starts every match of itself
-		return l, f, ok
-	case syntax.OpCapture, syntax.OpPlus:
-		return containedLiterals(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return containedLiterals(re.Sub[0])
-		}
-	case syntax.OpConcat:
-		// Any part's literals will do; the one whose shortest literal is
-		// longest skips the most texts.
-		best := -1
-		for _, sub := range re.Sub {
-			l, f, ok := containedLiterals(sub)
-			if !ok {
-				continue
-			}
-			if shortest := minLen(l); shortest > best {
-				lits, fold, best = l, f, shortest
-			}
-		}
-		return lits, fold, best > 0
-	case syntax.OpAlternate:
-		for _, sub := range re.Sub {
-			l, f, ok := containedLiterals(sub)
-			if !ok {
-				return nil, false, false
-			}
-			lits, fold = append(lits, l...), fold || f
-		}
-		return lits, fold, len(lits) <= maxLiterals
-	}
-	return nil, false, false
-}
-
-func minLen(ss []string) int {
-	n := -1
-	for _, s := range ss {
-		if n < 0 || len(s) < n {
-			n = len(s)
-		}
-	}
-	return n
 }
 
 // prefilterIndex tests the prefilters of many patterns at once: the

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/memgate/memgate/internal/reliteral"
 )
 
 // anchor narrows a gitleaks rule further than its required strings. A
@@ -48,7 +50,7 @@ func newAnchor(expr string) (*anchor, error) {
 		if !ok {
 			continue
 		}
-		if l := minLen(set); l >= minAnchorLen && l > bestLen {
+		if l := reliteral.MinLen(set); l >= minAnchorLen && l > bestLen {
 			best, bestLen, prefixes = i, l, set
 		}
 	}
