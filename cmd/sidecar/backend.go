@@ -14,6 +14,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 
+	"github.com/memgate/memgate/embed"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/metrics"
@@ -43,11 +44,15 @@ type backend struct {
 	Snapshot func(ctx context.Context, w io.Writer) error
 	// Disk reports the store's files for /metrics (nil: not on this disk).
 	Disk metrics.DiskReader
-	// Badger is the embedded store (nil on another): its commit feed tells
-	// the embeddings worker of each change (on a shared store the worker
-	// reconciles periodically), its own Mem0 event log layout, backups in
-	// its format.
-	Badger *store.Store
+	// Follow attaches a feed to the store's commits (nil: the store has no
+	// commit feed, and the embeddings worker reconciles periodically);
+	// the returned func detaches it.
+	Follow func(storeapi.ActiveFeed) (unfollow func())
+	// Vectors is where the embeddings worker keeps a model's vectors (nil:
+	// the store cannot keep them).
+	Vectors func(model string) embed.Store
+	// Unready words a Writable error for /readyz.
+	Unready func(err error) error
 	// Audit is the store's audit chain (verify, export).
 	Audit memory.AuditChain
 	// Compact makes what an erasure removed leave the disk (nil: the
@@ -154,9 +159,13 @@ func openBadger(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backen
 	} else if n > 0 {
 		log.Info("moved the Mem0 events of an earlier release into the store's KV area", "events", n)
 	}
-	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Badger: st, Where: dir, Audit: st, Compact: st.Compact,
+	return &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Disk: st, Where: dir, Audit: st, Compact: st.Compact,
 		Snapshot: func(ctx context.Context, w io.Writer) error { return snapshot.Save(ctx, st, w) },
-		Events:   mem0.NewEventLog(st), Close: st.Close}, nil
+		Events:   mem0.NewEventLog(st), Close: st.Close,
+		Follow:  st.Follow,
+		Vectors: func(string) embed.Store { return embedStore{st} }, // beside the records, in Badger's own keys
+		// The only reason is a full disk (writes answer 507, reads still work).
+		Unready: func(err error) error { return errors.New(memory.ErrorMessage(err)) }}, nil
 }
 
 // sharedBackend is the backend of a shared store. Backups in Badger's
@@ -164,7 +173,13 @@ func openBadger(ctx context.Context, cfg serveConfig, log *slog.Logger) (*backen
 // `sidecar snapshot export`. The Mem0 event log and the embeddings'
 // vectors live in its KV area.
 func sharedBackend(st sharedStore, where string) *backend {
-	b := &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close}
+	b := &backend{Store: st, KV: st, Writable: st.Writable, Search: st, Where: where, Close: st.Close,
+		// A database that does not answer, named.
+		Unready: func(err error) error { return fmt.Errorf("the store %s: %s", where, memory.ErrorMessage(err)) }}
+	if kv, ok := st.(sharedKV); ok {
+		// A namespace per model: each instance finds what another embedded.
+		b.Vectors = func(model string) embed.Store { return kvEmbedStore{kv, embedNamespace(model)} }
+	}
 	if ac, ok := st.(memory.AuditChain); ok {
 		b.Audit = ac
 	}
@@ -177,18 +192,12 @@ func sharedBackend(st sharedStore, where string) *backend {
 	return b
 }
 
-// notReady says why /readyz fails for the store, or nil. Badger's only
-// reason is a full disk (writes answer 507, reads still work); a shared
-// store's is a database that does not answer, named.
+// notReady says why /readyz fails for the store, or nil.
 func (b *backend) notReady() error {
-	err := b.Writable()
-	switch {
-	case err == nil:
-		return nil
-	case b.Badger != nil:
-		return errors.New(memory.ErrorMessage(err))
+	if err := b.Writable(); err != nil {
+		return b.Unready(err)
 	}
-	return fmt.Errorf("the store %s: %s", b.Where, memory.ErrorMessage(err))
+	return nil
 }
 
 // isPostgresURL reports whether a --store URL names PostgreSQL.

@@ -162,9 +162,12 @@ func TestOpenBackendByStoreURL(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer b.Close()
-			if (b.Badger != nil) != tt.badger || (b.Disk != nil) != tt.badger || (b.Snapshot != nil) != tt.badger {
-				t.Fatalf("openBackend(%q): Badger %v, disk metrics %v, snapshots %v; want them %v", tt.store,
-					b.Badger != nil, b.Disk != nil, b.Snapshot != nil, tt.badger)
+			if (b.Follow != nil) != tt.badger || (b.Disk != nil) != tt.badger || (b.Snapshot != nil) != tt.badger {
+				t.Fatalf("openBackend(%q): commit feed %v, disk metrics %v, snapshots %v; want them %v", tt.store,
+					b.Follow != nil, b.Disk != nil, b.Snapshot != nil, tt.badger)
+			}
+			if b.Unready == nil || b.Unready(errors.New("down")) == nil {
+				t.Fatalf("openBackend(%q): no words for /readyz", tt.store)
 			}
 			if !tt.badger && (b.Where != tt.where || strings.Contains(b.Where, "hunter2")) {
 				t.Fatalf("Where = %q, want %q", b.Where, tt.where)

@@ -38,8 +38,7 @@ func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log 
 	if cfg.embedURL == "" {
 		return nil, func() {}, nil
 	}
-	kv, shared := b.KV.(sharedKV)
-	if b.Badger == nil && !shared {
+	if b.Vectors == nil {
 		return nil, nil, fmt.Errorf("--embed-url: the store %s cannot keep vectors (it lists no KV namespace); "+
 			"unset --embed-url (search then ranks lexically) or use --store postgres://…", b.Where)
 	}
@@ -52,18 +51,17 @@ func openEmbeddings(cfg serveConfig, b *backend, reg prometheus.Registerer, log 
 	if err != nil {
 		return nil, nil, fmt.Errorf("--embed-url: %w", err)
 	}
-	var vectors embed.Store = embedStore{b.Badger}
 	var every time.Duration
-	if b.Badger == nil {
-		vectors, every = kvEmbedStore{kv, embedNamespace(client.Model())}, sharedReconcile
+	if b.Follow == nil {
+		every = sharedReconcile // no commit feed: other instances write too
 	}
-	x, err = embed.New(embed.Options{Client: client, Scan: activeTexts(b.Store), Store: vectors, Reconcile: every, Logger: log, Metrics: met})
+	x, err = embed.New(embed.Options{Client: client, Scan: activeTexts(b.Store), Store: b.Vectors(client.Model()), Reconcile: every, Logger: log, Metrics: met})
 	if err != nil {
 		return nil, nil, err
 	}
 	unfollow = func() {}
-	if b.Badger != nil {
-		unfollow = b.Badger.Follow(embedFeed{x}) // changes wait in the queue until Run starts the worker
+	if b.Follow != nil {
+		unfollow = b.Follow(embedFeed{x}) // changes wait in the queue until Run starts the worker
 	}
 	if every > 0 {
 		log.Info("semantic search on: active records are embedded by a periodic pass over the shared store",
