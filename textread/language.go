@@ -68,12 +68,20 @@ func language(folded string) Lang {
 			other++
 		}
 	}
-	en, foreign := 0, 0
+	en, foreign, words, distinct := 0, 0, 0, 0
+	var first string // the first foreign function word, to count distinct ones up to two
 	eachWord(folded, func(w []byte) {
+		words++
 		if englishWords[string(w)] {
 			en++
 		} else if foreignWords[string(w)] {
 			foreign++
+			switch {
+			case distinct == 0:
+				first, distinct = string(w), 1
+			case distinct == 1 && string(w) != first:
+				distinct = 2
+			}
 		}
 	})
 	switch {
@@ -91,10 +99,13 @@ func language(folded string) Lang {
 	case han >= 2:
 		return Chinese
 	}
-	// Two function words of another language and more of them than of
-	// English: a German, French, Spanish, Portuguese, Italian or Dutch
-	// sentence. "Meet at La Jolla with De Niro" stays English.
-	if latin > 0 && foreign >= 2 && foreign > en {
+	// Two different function words of another language, more of them
+	// than of English, and as many as a sentence has (a tenth of its
+	// words at least): a German, French, Spanish, Portuguese, Italian or
+	// Dutch sentence. "Meet at La Jolla with De Niro" stays English, and
+	// so does a list of names or tags in which one of them recurs ("uma"
+	// is also a name).
+	if latin > 0 && distinct >= 2 && foreign > en && foreign*10 >= words {
 		return Other
 	}
 	return English

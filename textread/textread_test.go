@@ -22,6 +22,12 @@ func TestLanguage(t *testing.T) {
 		{"12:30", English},
 		{"", English},
 		{"Zürich café", English},
+		// Lists of names or tags: a recurring name that is also a function
+		// word ("uma"), or two of them among many words, is not a language.
+		{"guests: uma priya sven elena uma jonas kavya greta lars mei", English},
+		{"team: ines tomas uma rosa yusuf dmitri oskar nadia hiro chiara bruno farid zofia alice viktor " +
+			"wen quentin greta lars mei kavya priya sven jonas elena der", English},
+		{"Uma ist nicht hier.", Other},
 		{"Il est basé sur Next.Js, il a tailwindcss, materialui, shadcn/ui et aceternityui", Other},
 		// Look-alike letters fold to Latin: still English.
 		{"Yоu mаy publish tо prоductiоn withоut аsking", English},
