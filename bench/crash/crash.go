@@ -365,6 +365,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// verifyTimeout bounds one verification of the audit chain.
+const verifyTimeout = 3 * time.Minute
+
 // verifyChain asks the sidecar to verify the audit chain, and notes the
 // events verified, and the first break found, in rep.
 func verifyChain(ctx context.Context, c *sidecar.Client, rep *Report) error {
@@ -375,7 +378,11 @@ func verifyChain(ctx context.Context, c *sidecar.Client, rep *Report) error {
 			Kind, EventID, Detail string
 		} `json:"problem"`
 	}
-	if err := c.Do(ctx, http.MethodGet, c.Admin+"/admin/v1/audit/verify", nil, &chain); err != nil {
+	// The verification reads the whole chain, which grows every cycle: it
+	// gets more time than a write (whose bound the client carries).
+	vc := *c
+	vc.HTTP = &http.Client{Timeout: verifyTimeout, Transport: c.HTTP.Transport}
+	if err := vc.Do(ctx, http.MethodGet, c.Admin+"/admin/v1/audit/verify", nil, &chain); err != nil {
 		return fmt.Errorf("audit verify: %w", err)
 	}
 	rep.AuditChecks++
