@@ -9,42 +9,22 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/memgate/memgate/bench/sidecar"
 	"github.com/memgate/memgate/bench/sidecar/fakefleet"
+	"github.com/memgate/memgate/bench/sidecar/sidecartest"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	binary    string
-	buildErr  error
-)
+// sidecarBin is cmd/sidecar, built once for the tests of this package.
+var sidecarBin = sidecartest.New("memgate-crash-bin-")
 
 func TestMain(m *testing.M) {
 	fakefleet.MaybeRun() // this binary also plays the instances of a fleet
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	sidecarBin.Remove()
 	os.Exit(code)
-}
-
-// sidecarBinary builds cmd/sidecar once for the tests of this package.
-func sidecarBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "memgate-crash-bin-"); buildErr == nil {
-			binary, buildErr = sidecar.Build(context.Background(), binDir)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
 }
 
 func claimsOf(acked []AckKind, tried ...Op) claims {
@@ -150,7 +130,7 @@ func TestHarnessShort(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	var acks, progress bytes.Buffer
-	rep, err := Run(context.Background(), Config{Binary: sidecarBinary(t), DataDir: t.TempDir(), Cycles: 3,
+	rep, err := Run(context.Background(), Config{Binary: sidecarBin.Path(t), DataDir: t.TempDir(), Cycles: 3,
 		Writers: 3, Reviewers: 1, MinUptime: 400 * time.Millisecond, MaxUptime: 900 * time.Millisecond,
 		Slots: 4, Seed: 8, AckLog: &acks, Progress: &progress,
 		Retention: 300 * time.Millisecond, RetentionInterval: 100 * time.Millisecond})
@@ -209,7 +189,7 @@ func TestVerifyFindsLosses(t *testing.T) {
 		t.Skip("builds and runs the binary")
 	}
 	ctx := context.Background()
-	p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir()})
+	p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBin.Path(t), DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +209,7 @@ func TestVerifyFindsLosses(t *testing.T) {
 	}
 	p.Kill()
 
-	empty, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir()})
+	empty, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBin.Path(t), DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +245,7 @@ func TestHarnessFleet(t *testing.T) {
 			dbDir, file := t.TempDir(), filepath.Join(t.TempDir(), "backend")
 			var db *sidecar.Process
 			startDB := func() error {
-				p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBinary(t), DataDir: dbDir})
+				p, err := sidecar.Start(ctx, sidecar.Options{Binary: sidecarBin.Path(t), DataDir: dbDir})
 				if err != nil {
 					return err
 				}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -37,8 +35,7 @@ func checkCrashFleet(store string, cluster bool, instances int, kill string, res
 }
 
 func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
-	fs := flag.NewFlagSet("memgate-bench crash", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("crash", stderr)
 	var (
 		bin            = fs.String("sidecar", "", "the sidecar binary to run and kill (go build -o /tmp/sidecar ./cmd/sidecar)")
 		dataDir        = fs.String("data-dir", "", "its data directory (default: a temporary one, removed after)")
@@ -78,10 +75,7 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 			"parked through one instance is approved or rolled back through another, one instance (or\n" +
 			"all, -kill all) dies each cycle, and the checks read through a restarted instance.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("crash takes no arguments, got %q", args)
-			}
+		Exec: noArgs("crash", func(ctx context.Context) error {
 			if *bin == "" {
 				return errors.New("-sidecar is required")
 			}
@@ -125,12 +119,8 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 				cfg.AckLog = f
 			}
 			rep, err := crash.Run(ctx, cfg)
-			if *jsonOut {
-				if jerr := json.NewEncoder(stdout).Encode(rep); jerr != nil {
-					return jerr
-				}
-			} else {
-				rep.Print(stdout)
+			if jerr := show(stdout, *jsonOut, rep, rep.Print); jerr != nil {
+				return jerr
 			}
 			if err != nil {
 				return err
@@ -139,6 +129,6 @@ func crashCommand(stdout, stderr io.Writer) *ffcli.Command {
 				return errFailed
 			}
 			return nil
-		},
+		}),
 	}
 }

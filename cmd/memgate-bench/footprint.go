@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"time"
 
@@ -15,8 +12,7 @@ import (
 )
 
 func footprintCommand(stdout, stderr io.Writer) *ffcli.Command {
-	fs := flag.NewFlagSet("memgate-bench footprint", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("footprint", stderr)
 	var (
 		bin      = fs.String("sidecar", "", "the sidecar binary to measure")
 		dataDir  = fs.String("data-dir", "", "data directory to load (default: a temporary one, removed after)")
@@ -30,10 +26,7 @@ func footprintCommand(stdout, stderr io.Writer) *ffcli.Command {
 		ShortUsage: "memgate-bench footprint -sidecar BIN [flags]",
 		ShortHelp:  "resident memory idle and with many records, and time from start to ready",
 		FlagSet:    fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("footprint takes no arguments, got %q", args)
-			}
+		Exec: noArgs("footprint", func(ctx context.Context) error {
 			if *bin == "" {
 				return errors.New("-sidecar is required")
 			}
@@ -45,11 +38,7 @@ func footprintCommand(stdout, stderr io.Writer) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			if *jsonOut {
-				return json.NewEncoder(stdout).Encode(rep)
-			}
-			rep.Print(stdout)
-			return nil
-		},
+			return show(stdout, *jsonOut, rep, rep.Print)
+		}),
 	}
 }

@@ -10,39 +10,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/memgate/memgate/bench/sidecar"
+	"github.com/memgate/memgate/bench/sidecar/sidecartest"
 )
 
-var (
-	buildOnce sync.Once
-	binDir    string
-	bin       string
-	buildErr  error
-)
+// sidecarBin is cmd/sidecar, built once for the tests of this package.
+var sidecarBin = sidecartest.New("memgate-bench-bin-")
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	sidecarBin.Remove()
 	os.Exit(code)
-}
-
-// sidecarBinary builds cmd/sidecar once for the tests of this package.
-func sidecarBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "memgate-bench-bin-"); buildErr == nil {
-			bin, buildErr = sidecar.Build(context.Background(), binDir)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return bin
 }
 
 func runCmd(t *testing.T, args ...string) (string, string, error) {
@@ -96,7 +75,7 @@ func TestLoadDrivesTheBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	out, logs, err := runCmd(t, "load", "-sidecar", sidecarBinary(t), "-rate", "100", "-concurrency", "4",
+	out, logs, err := runCmd(t, "load", "-sidecar", sidecarBin.Path(t), "-rate", "100", "-concurrency", "4",
 		"-duration", "600ms", "-warmup", "100ms", "-subjects", "4", "-mix", "write=6,override=2,read=1,search=1")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs)
@@ -111,7 +90,7 @@ func TestLoadDrivesTheBinary(t *testing.T) {
 		t.Errorf("calls failed:\n%s", out)
 	}
 
-	out, logs, err = runCmd(t, "load", "-sidecar", sidecarBinary(t), "-dialect", "mem0", "-rate", "60", "-concurrency", "2",
+	out, logs, err = runCmd(t, "load", "-sidecar", sidecarBin.Path(t), "-dialect", "mem0", "-rate", "60", "-concurrency", "2",
 		"-duration", "500ms", "-warmup", "0", "-subjects", "2", "-mix", "write=3,read=1,search=1", "-baseline=false", "-json")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs)
@@ -132,7 +111,7 @@ func TestCrashAndFootprintCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	out, logs, err := runCmd(t, "crash", "-sidecar", sidecarBinary(t), "-cycles", "2", "-writers", "2", "-reviewers", "1",
+	out, logs, err := runCmd(t, "crash", "-sidecar", sidecarBin.Path(t), "-cycles", "2", "-writers", "2", "-reviewers", "1",
 		"-min-uptime", "300ms", "-max-uptime", "500ms", "-seed", "3")
 	if err != nil {
 		t.Fatalf("%v\n%s%s", err, out, logs)
@@ -142,7 +121,7 @@ func TestCrashAndFootprintCommands(t *testing.T) {
 			t.Errorf("crash output lacks %q:\n%s", want, out)
 		}
 	}
-	out, logs, err = runCmd(t, "footprint", "-sidecar", sidecarBinary(t), "-records", "0", "-settle", "100ms")
+	out, logs, err = runCmd(t, "footprint", "-sidecar", sidecarBin.Path(t), "-records", "0", "-settle", "100ms")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
@@ -193,7 +172,7 @@ func TestFleetModesRefuseASidecarWithoutStore(t *testing.T) {
 // fleet size.
 func TestFleetLoadOnACluster(t *testing.T) {
 	needPostgres(t)
-	bin := sidecarBinary(t)
+	bin := sidecarBin.Path(t)
 	out, logs, err := runCmd(t, "load", "-sidecar", bin, "-pg-cluster", "-instances", "1,2", "-rate", "0", "-concurrency", "4",
 		"-duration", "500ms", "-warmup", "100ms", "-subjects", "4")
 	if err != nil {
@@ -243,7 +222,7 @@ func TestFleetLoadOnACluster(t *testing.T) {
 // version per slot.
 func TestFleetCrashOnACluster(t *testing.T) {
 	needPostgres(t)
-	bin := sidecarBinary(t)
+	bin := sidecarBin.Path(t)
 	out, logs, err := runCmd(t, "crash", "-sidecar", bin, "-pg-cluster", "-instances", "2", "-kill", "all", "-restart-db-every", "1",
 		"-cycles", "2", "-writers", "2", "-reviewers", "1", "-min-uptime", "300ms", "-max-uptime", "400ms", "-seed", "4")
 	if err != nil {

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"time"
 
@@ -15,21 +12,18 @@ import (
 )
 
 func writePathCommand(stdout, stderr io.Writer) *ffcli.Command {
-	fs := flag.NewFlagSet("memgate-bench writepath", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("writepath", stderr)
+	var wf workloadFlags
+	wf.register(fs, workloadUsage{
+		sidecar:  "the sidecar binary to start on a fresh data directory (required)",
+		dataDir:  "its data directory (default: a temporary one, removed after)",
+		duration: 10 * time.Second, durationHelp: "measured time of each memgate or baseline run",
+		warmup:   2 * time.Second,
+		subjects: "subjects the writes spread over",
+	})
 	var (
-		bin      = fs.String("sidecar", "", "the sidecar binary to start on a fresh data directory (required)")
-		dataDir  = fs.String("data-dir", "", "its data directory (default: a temporary one, removed after)")
-		baseDir  = fs.String("baseline-dir", "", "the baseline's Badger directory (default: a temporary one); put it on the sidecar's disk")
-		runs     = fs.Int("runs", 5, "runs, each a single writer and then many writers, memgate and the bare handler alternated")
-		writers  = fs.Int("writers", 32, "the many writers' count")
-		duration = fs.Duration("duration", 10*time.Second, "measured time of each memgate or baseline run")
-		warmup   = fs.Duration("warmup", 2*time.Second, "unmeasured time before each measured run")
-		subjects = fs.Int("subjects", 64, "subjects the writes spread over")
-		summary  = fs.Int("summary-bytes", 160, "length of each written memory's text")
-		dialect  = fs.String("dialect", "native", "API to drive: native or mem0")
-		seed     = fs.Uint64("seed", 1, "random seed of the workload")
-		jsonOut  = fs.Bool("json", false, "print the result as JSON")
+		runs    = fs.Int("runs", 5, "runs, each a single writer and then many writers, memgate and the bare handler alternated")
+		writers = fs.Int("writers", 32, "the many writers' count")
 	)
 	return &ffcli.Command{
 		Name:       "writepath",
@@ -42,36 +36,25 @@ func writePathCommand(stdout, stderr io.Writer) *ffcli.Command {
 			"per write over memgate's p50) with the evaluation p99 at -writers writers (the bucket bound).\n" +
 			"Prints each run and the median of each figure.",
 		FlagSet: fs,
-		Exec: func(ctx context.Context, args []string) error {
-			if len(args) > 0 {
-				return fmt.Errorf("writepath takes no arguments, got %q", args)
-			}
-			if *bin == "" {
+		Exec: noArgs("writepath", func(ctx context.Context) error {
+			if wf.bin == "" {
 				return errors.New("give -sidecar, the binary to measure")
 			}
 			if *runs < 1 || *writers < 2 {
 				return errors.New("-runs must be at least 1 and -writers at least 2")
 			}
-			p, cleanup, err := startSidecar(ctx, *bin, *dataDir)
+			p, cleanup, err := startSidecar(ctx, wf.bin, wf.dataDir, stderr)
 			if err != nil {
 				return err
 			}
 			defer cleanup()
-			fmt.Fprintf(stderr, "started %s: agent %s, ready in %s\n", *bin, p.Agent, p.Ready.Round(time.Millisecond))
-			cfg := load.WritePathConfig{
-				Config: load.Config{Target: p.Agent, Dialect: load.Dialect(*dialect), Duration: *duration, Warmup: *warmup,
-					Subjects: *subjects, SummaryBytes: *summary, Seed: *seed},
-				Runs: *runs, Writers: *writers, BaselineDir: *baseDir, MetricsURL: p.Admin + "/metrics", Token: p.Token,
-			}
+			cfg := load.WritePathConfig{Config: wf.config(p.Agent), Runs: *runs, Writers: *writers,
+				BaselineDir: wf.baseDir, MetricsURL: p.Admin + "/metrics", Token: p.Token}
 			res, err := load.RunWritePath(ctx, cfg, stderr)
 			if err != nil {
 				return err
 			}
-			if *jsonOut {
-				return json.NewEncoder(stdout).Encode(res)
-			}
-			res.Print(stdout, *writers)
-			return nil
-		},
+			return show(stdout, wf.jsonOut, res, func(w io.Writer) { res.Print(w, *writers) })
+		}),
 	}
 }
