@@ -19,6 +19,7 @@ import (
 
 	"github.com/memgate/memgate/facts"
 	"github.com/memgate/memgate/guard"
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/search"
@@ -62,10 +63,7 @@ func newEnv(t *testing.T) *env {
 }
 
 func (e *env) openStore() {
-	st, err := store.Open(store.Options{Dir: e.db})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := badgertest.Open(e.t, store.Options{Dir: e.db})
 	// As the sidecar wires it: free text is matched with the active
 	// memories, which the guard's entries (KeepApart) never are.
 	e.st, e.index = st, search.New(st, search.Options{})

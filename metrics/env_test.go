@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
@@ -54,11 +55,7 @@ func newEnv(t *testing.T, cls memory.Classifier, opts ...func(*memory.Options)) 
 		t.Fatal(err)
 	}
 	e.m = m
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	e.st = st
 	if cls == nil {
 		cls = memory.ClassifierFunc(testPolicy)

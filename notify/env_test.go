@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	"github.com/memgate/memgate/store"
@@ -44,10 +45,7 @@ func newEnv(t *testing.T, opts notify.OutboxOptions) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := badgertest.Open(e.t, store.Options{Dir: e.dir})
 	e.st = st
 	o := e.opts
 	o.Store = st

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
 )
 
 // BenchmarkSubmitLowRisk is the governor's apply path, one new fact per
@@ -17,11 +17,7 @@ import (
 // sharing one database. Compare ns/op as ratios to the baseline.
 func BenchmarkSubmitLowRisk(b *testing.B) {
 	b.Run("badger", func(b *testing.B) {
-		st, err := store.Open(store.Options{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
+		st := badgertest.New(b)
 		benchSubmit(b, []*memory.Governor{memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(fleetPolicy)})})
 	})
 	for _, n := range []int{1, 2} {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
@@ -175,11 +176,7 @@ func TestIndexFollowsEveryCommitPath(t *testing.T) {
 		{"budget for a few parts", 48 << 10, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := badgertest.NewWith(t, store.Options{NoSync: true})
 			x := New(st, Options{Budget: tc.budget})
 			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(seqPolicy), Outbox: true, BatchSlots: 3})
 			ctx := context.Background()
@@ -545,10 +542,7 @@ func TestIndexAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	var x *Index
 	open := func() (*store.Store, *memory.Governor) {
-		st, err := store.Open(store.Options{Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := badgertest.Open(t, store.Options{Dir: dir})
 		x = New(st, Options{})
 		return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	}

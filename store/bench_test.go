@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -69,11 +70,7 @@ func BenchmarkSubmitLargeRecord(b *testing.B) {
 		summary, blob int
 	}{{"1KiB", 1 << 10, 0}, {"8KiB", 8 << 10, 0}, {"16KiB+value", 16 << 10, 16 << 10}} {
 		b.Run(size.name, func(b *testing.B) {
-			st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
+			st := badgertest.NewWith(b, store.Options{GroupCommit: true})
 			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 			text := strings.Repeat("a fact of some length ", size.summary/22+1)[:size.summary]
 			var value json.RawMessage
@@ -104,11 +101,7 @@ func BenchmarkSubmitLargeRecord(b *testing.B) {
 // in turn, so how many of them share a sync depends on how long each holds
 // it.
 func BenchmarkSubmitOneSlot(b *testing.B) {
-	st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(b, store.Options{GroupCommit: true})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	var n atomic.Int64
 	b.SetParallelism(8) // 16 writers on 2 cores

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
@@ -66,10 +67,7 @@ func newEnvWith(t *testing.T, cls memory.Classifier) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := badgertest.Open(e.t, store.Options{Dir: e.dir})
 	e.st = st
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now, Outbox: true})
 }
@@ -587,11 +585,7 @@ func TestPolicyFailureFailsClosed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := store.Open(store.Options{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := badgertest.New(t)
 			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: tc.cls, PolicyTimeout: 20 * time.Millisecond})
 			res, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task-1", FactType: "step", Summary: "step 3 done"})
 			if err != nil {
@@ -763,11 +757,7 @@ func countNotices(t *testing.T, e *env) map[memory.NoticeKind]int {
 // must have been released, as net/http recovers a handler's panic and the
 // process goes on.
 func TestPanicInAWriteReleasesTheSlot(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(t, store.Options{GroupCommit: true})
 	var panicking atomic.Bool
 	panicking.Store(true)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -70,11 +71,7 @@ func TestShadowedIndex(t *testing.T) {
 // mostly writes low-risk memories). Report the ratio of the two.
 func BenchmarkShadowedPage(b *testing.B) {
 	const writes, every = 20000, 100
-	st, err := store.Open(store.Options{Dir: b.TempDir(), NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(b, store.Options{NoSync: true})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	ctx := context.Background()
 	for i := range writes {

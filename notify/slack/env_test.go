@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
@@ -136,10 +137,7 @@ func (b *syncBuffer) String() string {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := badgertest.Open(e.t, store.Options{Dir: e.dir})
 	e.st = st
 	e.reg = prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(e.logs, nil))
@@ -147,11 +145,12 @@ func (e *env) open() {
 		Metrics: notify.NewMetrics(e.reg), Logger: log})
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy),
 		Outbox: true, Waker: e.outbox})
-	e.svc, err = slacknotify.New(e.cfg, slacknotify.Deps{Gov: e.gov, KV: st, Registerer: e.reg, Logger: log,
+	svc, err := slacknotify.New(e.cfg, slacknotify.Deps{Gov: e.gov, KV: st, Registerer: e.reg, Logger: log,
 		OnReady: e.outbox.RetryNow})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.svc = svc
 	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
 	g.Go(func() error { return e.outbox.Run(ctx, e.svc) })

@@ -17,12 +17,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 // testPolicy: texts about publishing are strategy (policy layer) and wait
@@ -56,11 +56,7 @@ type env struct {
 // newEnv runs the env on Badger in a temp dir.
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	index := search.New(st, search.Options{})
 	t.Cleanup(func() { index.Close() })
