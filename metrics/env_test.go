@@ -22,17 +22,13 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 	c := in.Candidate
 	switch {
 	case strings.Contains(strings.ToLower(c.Summary), "password"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
-			Reasons: []memory.Reason{{Rule: "secret", Message: "secrets are never remembered"}}}, nil
+		return testkit.Reject("secret", "secrets are never remembered"), nil
 	case c.Layer == memory.LayerPolicy:
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
+		return testkit.Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
 	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStateOverride},
-			Reasons: []memory.Reason{{Rule: "override", Message: "overrides a key fact"}}}, nil
+		return testkit.Review(memory.CategoryStateOverride, "override", "overrides a key fact"), nil
 	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
-		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
+	return testkit.Apply(), nil
 }
 
 // env is a Governor on a real Badger directory with metrics on a fresh registry.

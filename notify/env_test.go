@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	"github.com/memgate/memgate/store"
@@ -17,8 +18,7 @@ import (
 // can park a write on demand.
 func reviewPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
 	if in.Candidate.Layer == memory.LayerPolicy {
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
+		return testkit.Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
 	}
 	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/internal/slotmodel"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
 )
@@ -22,10 +23,9 @@ import (
 // fleetPolicy parks policy-layer writes and applies the rest.
 func fleetPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
 	if in.Candidate.Layer == memory.LayerPolicy {
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
+		return testkit.Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
 	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
+	return testkit.Apply(), nil
 }
 
 type instance struct {

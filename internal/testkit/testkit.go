@@ -1,6 +1,7 @@
 // Package testkit holds the test doubles several of memgate's packages
 // use: a clock that moves only when told to (or a step at each reading),
-// and classifiers that decide every write alike. Tests only.
+// classifiers that decide every write alike, and the decisions the tests'
+// own classifiers return. Tests only.
 package testkit
 
 import (
@@ -41,6 +42,25 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// Apply is a low-risk decision to apply a write, for the reason "low_risk".
+func Apply() memory.Decision {
+	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
+		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}
+}
+
+// Reject is a high-risk decision to refuse a write, for one reason.
+func Reject(rule, message string) memory.Decision {
+	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
+		Reasons: []memory.Reason{{Rule: rule, Message: message}}}
+}
+
+// Review is a high-risk decision that a write waits for a human, in one
+// category, for one reason; affects (none: nil) names what it would change.
+func Review(category, rule, message string, affects ...string) memory.Decision {
+	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{category},
+		Reasons: []memory.Reason{{Rule: rule, Message: message}}, Affects: affects}
 }
 
 // ApplyAll is a classifier that applies every write at low risk.

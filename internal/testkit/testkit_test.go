@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -28,5 +29,27 @@ func TestApplyAll(t *testing.T) {
 	d, err := ApplyAll.Classify(context.Background(), &memory.PolicyInput{Candidate: &memory.Record{}})
 	if err != nil || d.Action != memory.ActionApply || d.Risk != memory.RiskLow {
 		t.Errorf("ApplyAll: %+v, %v", d, err)
+	}
+}
+
+func TestDecisions(t *testing.T) {
+	cases := []struct {
+		got, want memory.Decision
+	}{
+		{Apply(), memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
+			Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}},
+		{Reject("secret", "no secrets"), memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
+			Reasons: []memory.Reason{{Rule: "secret", Message: "no secrets"}}}},
+		{Review(memory.CategoryStrategy, "strategy", "needs a human"), memory.Decision{Risk: memory.RiskHigh,
+			Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
+			Reasons: []memory.Reason{{Rule: "strategy", Message: "needs a human"}}}},
+		{Review(memory.CategoryStrategy, "strategy", "needs a human", "publishing"), memory.Decision{Risk: memory.RiskHigh,
+			Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
+			Reasons: []memory.Reason{{Rule: "strategy", Message: "needs a human"}}, Affects: []string{"publishing"}}},
+	}
+	for i, c := range cases {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%d: %+v, want %+v", i, c.got, c.want)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
@@ -48,9 +49,8 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 	c := in.Candidate
 	switch {
 	case c.Layer == memory.LayerPolicy:
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy_constraint", Message: "strategy constraints need a human"}},
-			Affects: []string{"auto-publishing of releases"}}, nil
+		return testkit.Review(memory.CategoryStrategy, "strategy_constraint", "strategy constraints need a human",
+			"auto-publishing of releases"), nil
 	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
 		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview,
 			Categories: []string{memory.CategoryStateOverride, memory.CategoryInference},
@@ -61,8 +61,7 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 		return memory.Decision{Risk: memory.RiskMedium, Action: memory.ActionReview, Categories: []string{memory.CategoryInference},
 			Reasons: []memory.Reason{{Rule: "unverified_inference", Message: "model inference"}}}, nil
 	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
-		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
+	return testkit.Apply(), nil
 }
 
 // env is the whole loop on loopback: a real Badger store on disk, a real
