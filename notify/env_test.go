@@ -117,14 +117,7 @@ func (e *env) park(subject string) *memory.Record {
 
 func (e *env) notices() []*memory.Notice {
 	e.t.Helper()
-	var out []*memory.Notice
-	err := e.st.View(context.Background(), func(tx memory.ReadTx) error {
-		return tx.ScanNotices(func(n *memory.Notice) bool { out = append(out, n); return true })
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return testkit.Notices(e.t, e.st)
 }
 
 // reminders returns the reminder notices in the outbox.

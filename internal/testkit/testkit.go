@@ -6,7 +6,9 @@ package testkit
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/memgate/memgate/memory"
@@ -68,3 +70,31 @@ var ApplyAll memory.Classifier = memory.ClassifierFunc(func(context.Context, *me
 	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Categories: []string{},
 		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
 })
+
+// Notices returns the notices in s's outbox, in its order.
+func Notices(t testing.TB, s memory.Store) []*memory.Notice {
+	t.Helper()
+	var out []*memory.Notice
+	err := s.View(context.Background(), func(tx memory.ReadTx) error {
+		return tx.ScanNotices(func(n *memory.Notice) bool { out = append(out, n); return true })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// AsJSON is v as a client decodes it: marshalled, then unmarshalled into
+// maps, slices and float64s.
+func AsJSON(t testing.TB, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

@@ -53,3 +53,13 @@ func TestDecisions(t *testing.T) {
 		}
 	}
 }
+
+func TestAsJSON(t *testing.T) {
+	got := AsJSON(t, struct {
+		N int    `json:"n"`
+		S string `json:"s"`
+	}{2, "x"})
+	if !reflect.DeepEqual(got, map[string]any{"n": 2.0, "s": "x"}) {
+		t.Errorf("AsJSON: %#v", got)
+	}
+}

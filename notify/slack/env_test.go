@@ -227,14 +227,7 @@ func (e *env) record(id string) *memory.Record {
 
 func (e *env) outboxNotices() []*memory.Notice {
 	e.t.Helper()
-	var out []*memory.Notice
-	err := e.st.View(context.Background(), func(tx memory.ReadTx) error {
-		return tx.ScanNotices(func(n *memory.Notice) bool { out = append(out, n); return true })
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return testkit.Notices(e.t, e.st)
 }
 
 // messageFor waits for the top-level message announcing a record.
