@@ -343,19 +343,7 @@ func checkListsActive(t *testing.T, gov *memory.Governor, x *Index, records, sub
 		if err != nil {
 			t.Fatal(err)
 		}
-		words := strings.Fields(strings.ToLower(f.Query))
-		var want []string
-		for _, r := range active {
-			if f.Match(r, words) {
-				want = append(want, r.ID)
-			}
-		}
-		var gotIDs []string
-		for _, r := range got {
-			gotIDs = append(gotIDs, r.ID)
-		}
-		slices.Sort(want)
-		slices.Sort(gotIDs)
+		want, gotIDs := matchingIDs(active, f), sortedIDs(got)
 		if !slices.Equal(gotIDs, want) {
 			t.Fatalf("List %+v = %v, want %v", f, gotIDs, want)
 		}
@@ -881,4 +869,27 @@ func list(ctx context.Context, x *Index, f memory.ListFilter) ([]*memory.Record,
 func newBareIndex(budget int64) *Index {
 	return &Index{budget: budget, parts: map[string]*part{}, inflight: map[uint64]int{}, recent: map[string]uint64{},
 		tooBig: map[string]time.Time{}}
+}
+
+// matchingIDs is the sorted ids of the records f matches, by testing each.
+func matchingIDs(records []*memory.Record, f memory.ListFilter) []string {
+	words := strings.Fields(strings.ToLower(f.Query))
+	var out []string
+	for _, r := range records {
+		if f.Match(r, words) {
+			out = append(out, r.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sortedIDs is the records' ids, sorted.
+func sortedIDs(records []*memory.Record) []string {
+	var out []string
+	for _, r := range records {
+		out = append(out, r.ID)
+	}
+	slices.Sort(out)
+	return out
 }

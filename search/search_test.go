@@ -77,19 +77,7 @@ func TestListFiltersOnTheIndex(t *testing.T) {
 				if f.Limit == 0 && !slices.EqualFunc(scanned, indexed, func(a, b *memory.Record) bool { return a.ID == b.ID }) {
 					t.Fatalf("the governor's List through the index differs from its scan: %d vs %d records", len(indexed), len(scanned))
 				}
-				var want []string
-				fw := strings.Fields(strings.ToLower(f.Query))
-				for _, r := range all {
-					if f.Match(r, fw) {
-						want = append(want, r.ID)
-					}
-				}
-				var ids []string
-				for _, r := range got {
-					ids = append(ids, r.ID)
-				}
-				slices.Sort(ids)
-				slices.Sort(want)
+				want, ids := matchingIDs(all, f), sortedIDs(got)
 				if f.Limit > 0 {
 					if len(ids) != f.Limit {
 						t.Fatalf("%d records with limit %d", len(ids), f.Limit)
