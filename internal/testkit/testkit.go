@@ -98,3 +98,16 @@ func AsJSON(t testing.TB, v any) any {
 	}
 	return out
 }
+
+// Eventually waits (at most 10s, looking every 5ms) until cond holds, and
+// fails the test if it does not; what names the wait in the failure.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

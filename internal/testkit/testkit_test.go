@@ -63,3 +63,11 @@ func TestAsJSON(t *testing.T) {
 		t.Errorf("AsJSON: %#v", got)
 	}
 }
+
+func TestEventually(t *testing.T) {
+	n := 0
+	Eventually(t, "the third look", func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Errorf("looked %d times", n)
+	}
+}

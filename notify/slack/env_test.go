@@ -161,7 +161,7 @@ func (e *env) open() {
 		}
 	}
 	// Run begins with a check of the settings, as the sidecar's start does.
-	eventually(e.t, "the start-up check", e.svc.Checked)
+	testkit.Eventually(e.t, "the start-up check", e.svc.Checked)
 	mux := http.NewServeMux()
 	(&proxy.Admin{Gov: e.gov, Token: adminToken}).Register(mux)
 	mux.Handle("POST /slack/interactions", e.svc.Handler())
@@ -234,7 +234,7 @@ func (e *env) outboxNotices() []*memory.Notice {
 func (e *env) messageFor(id string) fakeMessage {
 	e.t.Helper()
 	var found fakeMessage
-	eventually(e.t, "a Slack message for "+id, func() bool {
+	testkit.Eventually(e.t, "a Slack message for "+id, func() bool {
 		for _, m := range e.fake.topMessages() {
 			if strings.Contains(strings.Join(blockTexts(m.Blocks), "\n"), id) {
 				found = m
@@ -250,7 +250,7 @@ func (e *env) messageFor(id string) fakeMessage {
 func (e *env) waitDecided(ts string) fakeMessage {
 	e.t.Helper()
 	var m fakeMessage
-	eventually(e.t, "the message updated in place", func() bool {
+	testkit.Eventually(e.t, "the message updated in place", func() bool {
 		m = e.fake.message(ts)
 		return m.Updates > 0 && !hasActions(m.Blocks)
 	})
@@ -340,17 +340,6 @@ func (e *env) interact(payload any) {
 	e.t.Helper()
 	if resp := e.post(formBody(payload), time.Now().Unix(), secret, true); resp.StatusCode != http.StatusOK {
 		e.t.Fatalf("signed interaction answered %d", resp.StatusCode)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
