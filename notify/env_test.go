@@ -14,15 +14,6 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
-// reviewPolicy parks policy-layer writes and applies the rest, so each test
-// can park a write on demand.
-func reviewPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	if in.Candidate.Layer == memory.LayerPolicy {
-		return testkit.Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
-	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-}
-
 // env is a real Badger store on disk with a real governor writing notices
 // into the outbox.
 type env struct {
@@ -50,7 +41,7 @@ func (e *env) open() {
 	o := e.opts
 	o.Store = st
 	e.outbox = notify.NewOutbox(o)
-	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(reviewPolicy),
+	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ParkPolicies),
 		Outbox: true, Waker: e.outbox})
 }
 

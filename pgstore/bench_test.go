@@ -8,6 +8,7 @@ import (
 
 	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -18,14 +19,14 @@ import (
 func BenchmarkSubmitLowRisk(b *testing.B) {
 	b.Run("badger", func(b *testing.B) {
 		st := badgertest.New(b)
-		benchSubmit(b, []*memory.Governor{memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(fleetPolicy)})})
+		benchSubmit(b, []*memory.Governor{memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ParkPolicies)})})
 	})
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("postgres/instances=%d", n), func(b *testing.B) {
 			url := pgtest.New(b)
 			var govs []*memory.Governor
 			for range n {
-				govs = append(govs, memory.NewGovernor(memory.Options{Store: open(b, url), Classifier: memory.ClassifierFunc(fleetPolicy)}))
+				govs = append(govs, memory.NewGovernor(memory.Options{Store: open(b, url), Classifier: memory.ClassifierFunc(testkit.ParkPolicies)}))
 			}
 			benchSubmit(b, govs)
 		})

@@ -65,6 +65,16 @@ func Review(category, rule, message string, affects ...string) memory.Decision {
 		Reasons: []memory.Reason{{Rule: rule, Message: message}}, Affects: affects}
 }
 
+// ParkPolicies is a classifier that parks every policy-layer write for
+// review (strategy) and applies the rest at low risk: a test parks a write
+// on demand.
+func ParkPolicies(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	if in.Candidate.Layer == memory.LayerPolicy {
+		return Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
+	}
+	return Apply(), nil
+}
+
 // ApplyAll is a classifier that applies every write at low risk.
 var ApplyAll memory.Classifier = memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
 	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Categories: []string{},

@@ -71,3 +71,12 @@ func TestEventually(t *testing.T) {
 		t.Errorf("looked %d times", n)
 	}
 }
+
+func TestParkPolicies(t *testing.T) {
+	for layer, want := range map[memory.Layer]memory.Action{memory.LayerPolicy: memory.ActionReview, memory.LayerKnowledge: memory.ActionApply} {
+		d, err := ParkPolicies(context.Background(), &memory.PolicyInput{Candidate: &memory.Record{Layer: layer}})
+		if err != nil || d.Action != want {
+			t.Errorf("%s: %+v, %v; want %s", layer, d, err, want)
+		}
+	}
+}
