@@ -13,6 +13,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
@@ -147,17 +148,6 @@ func ids(es []*entry) []string {
 	return out
 }
 
-// seqPolicy decides by the summary's first word; deletions apply.
-func seqPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	switch {
-	case in.Op == memory.OpDelete, strings.HasPrefix(in.Candidate.Summary, "apply"):
-		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-	case strings.HasPrefix(in.Candidate.Summary, "reject"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject}, nil
-	}
-	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
-}
-
 // TestIndexFollowsEveryCommitPath runs random sequences of every
 // governor operation that changes the active layer (submit applying,
 // parking or rejecting, delete, approve in both modes, reject, rollback
@@ -178,7 +168,7 @@ func TestIndexFollowsEveryCommitPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := badgertest.NewWith(t, store.Options{NoSync: true})
 			x := New(st, Options{Budget: tc.budget})
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(seqPolicy), Outbox: true, BatchSlots: 3})
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ByFirstWord), Outbox: true, BatchSlots: 3})
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(tc.seed, 0))
 			subjects := []string{"s0", "s1", "s2"}

@@ -7,6 +7,7 @@ package testkit
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +74,20 @@ func ParkPolicies(_ context.Context, in *memory.PolicyInput) (memory.Decision, e
 		return Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
 	}
 	return Apply(), nil
+}
+
+// ByFirstWord is a classifier that decides by the summary's first word:
+// "apply…" applies, "reject…" is rejected, anything else waits for review;
+// deletions apply. Sequences of writes (fuzzing, replay) choose each
+// outcome with it.
+func ByFirstWord(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	switch {
+	case in.Op == memory.OpDelete, strings.HasPrefix(in.Candidate.Summary, "apply"):
+		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+	case strings.HasPrefix(in.Candidate.Summary, "reject"):
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject}, nil
+	}
+	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
 }
 
 // ApplyAll is a classifier that applies every write at low risk.

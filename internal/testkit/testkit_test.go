@@ -80,3 +80,21 @@ func TestParkPolicies(t *testing.T) {
 		}
 	}
 }
+
+func TestByFirstWord(t *testing.T) {
+	for _, c := range []struct {
+		op      memory.Op
+		summary string
+		want    memory.Action
+	}{
+		{memory.OpWrite, "apply this", memory.ActionApply},
+		{memory.OpWrite, "reject this", memory.ActionReject},
+		{memory.OpWrite, "park this", memory.ActionReview},
+		{memory.OpDelete, "park this", memory.ActionApply},
+	} {
+		d, err := ByFirstWord(context.Background(), &memory.PolicyInput{Op: c.op, Candidate: &memory.Record{Summary: c.summary}})
+		if err != nil || d.Action != c.want {
+			t.Errorf("%s %q: %+v, %v; want %s", c.op, c.summary, d, err, c.want)
+		}
+	}
+}
