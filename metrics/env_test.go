@@ -2,7 +2,6 @@ package metrics_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,21 +14,6 @@ import (
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/store"
 )
-
-// testPolicy parks overrides of state and every policy-layer write, rejects
-// anything mentioning a password and applies the rest.
-func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	c := in.Candidate
-	switch {
-	case strings.Contains(strings.ToLower(c.Summary), "password"):
-		return testkit.Reject("secret", "secrets are never remembered"), nil
-	case c.Layer == memory.LayerPolicy:
-		return testkit.Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
-	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
-		return testkit.Review(memory.CategoryStateOverride, "override", "overrides a key fact"), nil
-	}
-	return testkit.Apply(), nil
-}
 
 // env is a Governor on a real Badger directory with metrics on a fresh registry.
 type env struct {
@@ -54,7 +38,7 @@ func newEnv(t *testing.T, cls memory.Classifier, opts ...func(*memory.Options)) 
 	st := badgertest.New(t)
 	e.st = st
 	if cls == nil {
-		cls = memory.ClassifierFunc(testPolicy)
+		cls = memory.ClassifierFunc(testkit.Rules)
 	}
 	o := memory.Options{Store: st, Classifier: m.InstrumentClassifier(cls), Observer: m, Now: e.clock.Now, Outbox: true}
 	for _, opt := range opts {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/proxy"
@@ -290,7 +291,7 @@ func TestHTTPEventStreamsStillFlush(t *testing.T) {
 // stream flushed through the wrapper.
 func TestHTTPMCPSessionThroughTheMiddleware(t *testing.T) {
 	st := badgertest.New(t)
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	srv := memgatemcp.NewServer(gov, memgatemcp.Options{})
 	mux := http.NewServeMux()
 	srv.Register(mux)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/store"
@@ -100,7 +101,7 @@ func TestStoreSizeIsAllocatedSpace(t *testing.T) {
 		t.Errorf("volume %v bytes free of %v", free, size)
 	}
 
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	const n, size = 200, 8000 // to the write-ahead log: values under 1 MiB stay out of the value log
 	for i := range n {
 		c := write(memory.LayerKnowledge, "project-alpha", "", fmt.Sprintf("fact %d: %s", i, strings.Repeat("x", size)), "native", "run-1")
@@ -126,7 +127,7 @@ func TestStoreSizeIsAllocatedSpace(t *testing.T) {
 // that alerts watch.
 func TestUnreadableStateFailsTheScrape(t *testing.T) {
 	st := badgertest.Open(t, store.Options{Dir: t.TempDir()})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Outbox: st}))
 	if _, err := reg.Gather(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -32,7 +33,7 @@ func BenchmarkSubmitLowRisk(b *testing.B) {
 	for _, d := range durability {
 		b.Run(d.name, func(b *testing.B) {
 			st := badgertest.NewWith(b, d.opts)
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 			writeInParallel(b, 16, func(i int64) error {
 				_, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
 					SubjectID: fmt.Sprintf("task-%d", i%64), FactType: fmt.Sprintf("step.%d", i), Summary: "step done"})
@@ -72,7 +73,7 @@ func BenchmarkSubmitLargeRecord(b *testing.B) {
 	}{{"1KiB", 1 << 10, 0}, {"8KiB", 8 << 10, 0}, {"16KiB+value", 16 << 10, 16 << 10}} {
 		b.Run(size.name, func(b *testing.B) {
 			st := badgertest.NewWith(b, store.Options{GroupCommit: true})
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 			text := strings.Repeat("a fact of some length ", size.summary/22+1)[:size.summary]
 			var value json.RawMessage
 			if size.blob > 0 {
@@ -94,7 +95,7 @@ func BenchmarkSubmitLargeRecord(b *testing.B) {
 // it.
 func BenchmarkSubmitOneSlot(b *testing.B) {
 	st := badgertest.NewWith(b, store.Options{GroupCommit: true})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	writeInParallel(b, 8, func(i int64) error { // 16 writers on 2 cores
 		res, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
 			SubjectID: "task", FactType: "progress", Summary: fmt.Sprintf("step %d done", i)})
@@ -146,7 +147,7 @@ func (l latencies) report(b *testing.B) {
 func benchGovernor(b *testing.B, dir string, noSync bool) (*store.Store, *memory.Governor) {
 	b.Helper()
 	st := badgertest.Open(b, store.Options{Dir: dir, NoSync: noSync})
-	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Outbox: true})
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules), Outbox: true})
 }
 
 // preload writes through a governor on a NoSync store in dir, with 8
@@ -186,7 +187,7 @@ func BenchmarkTransitions(b *testing.B) {
 	for _, d := range durability {
 		b.Run("submit-apply/"+d.name, func(b *testing.B) {
 			st := badgertest.NewWith(b, d.opts)
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Outbox: true})
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules), Outbox: true})
 			var lat latencies
 			for i := 0; b.Loop(); i++ {
 				lat.time(func() {

@@ -23,21 +23,6 @@ import (
 	"github.com/memgate/memgate/store"
 )
 
-// testPolicy: policy-layer writes and overrides of state go to review,
-// anything mentioning a password is rejected, the rest applies.
-func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	c := in.Candidate
-	switch {
-	case strings.Contains(strings.ToLower(c.Summary), "password"):
-		return testkit.Reject("secret", "secrets are never remembered"), nil
-	case c.Layer == memory.LayerPolicy || in.Op == memory.OpDelete && in.Current != nil && in.Current.Layer == memory.LayerPolicy:
-		return testkit.Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human", "publishing"), nil
-	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
-		return testkit.Review(memory.CategoryStateOverride, "override", "overrides a key fact"), nil
-	}
-	return testkit.Apply(), nil
-}
-
 type env struct {
 	t     *testing.T
 	dir   string
@@ -49,7 +34,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWith(t, memory.ClassifierFunc(testPolicy))
+	return newEnvWith(t, memory.ClassifierFunc(testkit.Rules))
 }
 
 // newEnvWith is newEnv with another classifier.
@@ -761,7 +746,7 @@ func TestPanicInAWriteReleasesTheSlot(t *testing.T) {
 			if panicking.Load() {
 				panic("policy bug")
 			}
-			return testPolicy(ctx, in)
+			return testkit.Rules(ctx, in)
 		})})
 	cand := memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task", FactType: "progress", Summary: "step 1"}
 	func() {

@@ -18,7 +18,7 @@ func retentionWorld(t *testing.T) (*store.Store, *memory.Governor, *testkit.Cloc
 	t.Helper()
 	st := badgertest.New(t)
 	clk := testkit.NewTicking(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
-	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: clk.Now}), clk
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules), Now: clk.Now}), clk
 }
 
 // TestRetentionPurgesOldVersionsOnly: past their layer's retention,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -72,7 +73,7 @@ func TestShadowedIndex(t *testing.T) {
 func BenchmarkShadowedPage(b *testing.B) {
 	const writes, every = 20000, 100
 	st := badgertest.NewWith(b, store.Options{NoSync: true})
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	ctx := context.Background()
 	for i := range writes {
 		c := memory.Candidate{SubjectID: "p", FactType: fmt.Sprint("f", i), Summary: "low risk note"}

@@ -66,6 +66,23 @@ func Review(category, rule, message string, affects ...string) memory.Decision {
 		Reasons: []memory.Reason{{Rule: rule, Message: message}}, Affects: affects}
 }
 
+// Rules is a classifier of a few of the default policy's rules: anything
+// mentioning a password is rejected; policy-layer writes, deletions of
+// policies and overrides of an active state's content wait for review;
+// the rest applies at low risk.
+func Rules(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	c := in.Candidate
+	switch {
+	case strings.Contains(strings.ToLower(c.Summary), "password"):
+		return Reject("secret", "secrets are never remembered"), nil
+	case c.Layer == memory.LayerPolicy || in.Op == memory.OpDelete && in.Current != nil && in.Current.Layer == memory.LayerPolicy:
+		return Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human", "publishing"), nil
+	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
+		return Review(memory.CategoryStateOverride, "override", "overrides a key fact"), nil
+	}
+	return Apply(), nil
+}
+
 // ParkPolicies is a classifier that parks every policy-layer write for
 // review (strategy) and applies the rest at low risk: a test parks a write
 // on demand.

@@ -98,3 +98,23 @@ func TestByFirstWord(t *testing.T) {
 		}
 	}
 }
+
+func TestRules(t *testing.T) {
+	state := &memory.Record{Layer: memory.LayerState, SubjectID: "s", FactType: "f", Summary: "on"}
+	policy := &memory.Record{Layer: memory.LayerPolicy, Summary: "never publish"}
+	for _, c := range []struct {
+		in   memory.PolicyInput
+		want memory.Action
+	}{
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: &memory.Record{Summary: "the Password is x"}}, memory.ActionReject},
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: policy}, memory.ActionReview},
+		{memory.PolicyInput{Op: memory.OpDelete, Candidate: &memory.Record{}, Current: policy}, memory.ActionReview},
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: &memory.Record{Layer: memory.LayerState, SubjectID: "s", FactType: "f", Summary: "off"}, Current: state}, memory.ActionReview},
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: state}, memory.ActionApply},
+	} {
+		d, err := Rules(context.Background(), &c.in)
+		if err != nil || d.Action != c.want {
+			t.Errorf("%+v: %+v, %v; want %s", c.in, d, err, c.want)
+		}
+	}
+}
