@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/facts"
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
@@ -44,10 +45,7 @@ func sentence(r *rand.Rand, n int) string {
 func BenchmarkWriteAt10kMemories(b *testing.B) {
 	for _, match := range []bool{false, true} {
 		b.Run(fmt.Sprint("matcher=", match), func(b *testing.B) {
-			st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
-			if err != nil {
-				b.Fatal(err)
-			}
+			st := badgertest.Open(b, store.Options{Dir: b.TempDir(), GroupCommit: true})
 			idx := search.New(st, search.Options{})
 			defer func() { idx.Close(); st.Close() }()
 			o := memory.Options{Store: st, Classifier: applyAll, Active: idx}

@@ -8,11 +8,11 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/facts"
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -56,12 +56,9 @@ func (c *counter) get(k memory.MatchKind) int {
 // badger is a governor with the matcher on a Badger store on disk.
 func badger(t *testing.T, cls memory.Classifier, obs memory.Observer) *memory.Governor {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := badgertest.New(t)
 	idx := search.New(st, search.Options{})
-	t.Cleanup(func() { idx.Close(); st.Close() })
+	t.Cleanup(func() { idx.Close() }) // before the store's, registered earlier
 	return memory.NewGovernor(memory.Options{Store: st, Classifier: cls, Active: idx, Observer: obs,
 		Facts: &facts.Matcher{Index: idx}})
 }

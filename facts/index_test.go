@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/search"
@@ -210,10 +211,7 @@ type governors struct {
 
 func openGovernors(t *testing.T, dir string) *governors {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: dir, NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := badgertest.Open(t, store.Options{Dir: dir, NoSync: true})
 	idx := search.New(st, search.Options{})
 	apply := memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/facts"
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/relate"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 // question is what relate.Chat asks, as a model reads it.
@@ -104,11 +104,7 @@ func seed(t testing.TB, texts []string, withSem func(scan func(ctx context.Conte
 // matcher searches, as on a store without a commit feed).
 func seedWith(t testing.TB, texts []string, withSem func(scan func(ctx context.Context, fn func(id, text string) bool) error) search.Semantic, budget int64) *seeded {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	g := memory.NewGovernor(memory.Options{Store: st, Classifier: applyAll})
 	s := &seeded{ids: map[string]string{}, scope: memory.Scope{UserID: "u"}, budget: budget}
 	for _, text := range texts {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/store"
@@ -48,10 +49,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cls.Close(context.Background()) })
-	st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := badgertest.Open(b, store.Options{Dir: b.TempDir(), GroupCommit: true})
 	e.st = st
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: cls})
 	b.Cleanup(func() {

@@ -97,9 +97,7 @@ func TestAnEntryTheGuardCannotSubmitIsUndone(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			e.write("MEMORY.md", memoryMD)
-			e.startGuard()
+			e := guarding(t, memoryMD)
 			low := "- Alice has a bicycle."
 			// The rule first, then the entry that cannot be submitted, then
 			// a low-risk one: before, the guard stopped at the bad entry and
@@ -125,9 +123,7 @@ func TestAnEntryTheGuardCannotSubmitIsUndone(t *testing.T) {
 func TestFileNamesWithControlCharactersAreJudged(t *testing.T) {
 	for _, name := range []string{"memory/new\nline.md", "memory/a\tb.md", "memory/x\x1b[31my.md"} {
 		t.Run(fmt.Sprintf("%q", name), func(t *testing.T) {
-			e := newEnv(t)
-			e.write("MEMORY.md", memoryMD)
-			e.startGuard()
+			e := guarding(t, memoryMD)
 			head := "# Notes\n\n- Alice likes the harbour walk.\n"
 			e.write(name, head+rule+"\n")
 			e.waitFile(name, head)
@@ -143,9 +139,7 @@ func TestFileNamesWithControlCharactersAreJudged(t *testing.T) {
 }
 
 func TestOneParkedItemPerChangeNeverReparkedAfterADecision(t *testing.T) {
-	e := newEnv(t)
-	e.write("MEMORY.md", memoryMD)
-	e.startGuard()
+	e := guarding(t, memoryMD)
 	e.write("MEMORY.md", memoryMD+rule+"\n- Alice likes \x00 tea.\n")
 	e.waitFile("MEMORY.md", memoryMD)
 	it := e.waitPending(1)[0]

@@ -2,37 +2,18 @@ package metrics_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/store"
 )
-
-// testPolicy parks overrides of state and every policy-layer write, rejects
-// anything mentioning a password and applies the rest.
-func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	c := in.Candidate
-	switch {
-	case strings.Contains(strings.ToLower(c.Summary), "password"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
-			Reasons: []memory.Reason{{Rule: "secret", Message: "secrets are never remembered"}}}, nil
-	case c.Layer == memory.LayerPolicy:
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
-	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStateOverride},
-			Reasons: []memory.Reason{{Rule: "override", Message: "overrides a key fact"}}}, nil
-	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
-		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
-}
 
 // env is a Governor on a real Badger directory with metrics on a fresh registry.
 type env struct {
@@ -54,14 +35,10 @@ func newEnv(t *testing.T, cls memory.Classifier, opts ...func(*memory.Options)) 
 		t.Fatal(err)
 	}
 	e.m = m
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	e.st = st
 	if cls == nil {
-		cls = memory.ClassifierFunc(testPolicy)
+		cls = memory.ClassifierFunc(testkit.Rules)
 	}
 	o := memory.Options{Store: st, Classifier: m.InstrumentClassifier(cls), Observer: m, Now: e.clock.Now, Outbox: true}
 	for _, opt := range opts {

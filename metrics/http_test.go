@@ -14,11 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
-	"github.com/memgate/memgate/store"
 )
 
 // answer is a handler that answers status with a JSON body.
@@ -289,12 +290,8 @@ func TestHTTPEventStreamsStillFlush(t *testing.T) {
 // stream (a ping) reaches the client and is answered, which needs the
 // stream flushed through the wrapper.
 func TestHTTPMCPSessionThroughTheMiddleware(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	st := badgertest.New(t)
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	srv := memgatemcp.NewServer(gov, memgatemcp.Options{})
 	mux := http.NewServeMux()
 	srv.Register(mux)

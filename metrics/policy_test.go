@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 )
@@ -34,8 +35,8 @@ func (c *countingPlacer) Place(context.Context, *memory.PolicyInput) (memory.Pla
 }
 
 func TestEveryPolicyEvaluationIsTimed(t *testing.T) {
-	plain := &countingPolicy{next: testPolicy}
-	placing := &countingPlacer{countingPolicy{next: testPolicy}}
+	plain := &countingPolicy{next: testkit.Rules}
+	placing := &countingPlacer{countingPolicy{next: testkit.Rules}}
 	for _, tc := range []struct {
 		name  string
 		pol   memory.Classifier

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/store"
@@ -57,11 +59,7 @@ func TestStoreSizeIsAllocatedSpace(t *testing.T) {
 		t.Skip("allocated blocks and the volume are read on Linux only")
 	}
 	dir := t.TempDir()
-	st, err := store.Open(store.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{Dir: dir})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Disk: st}))
 	scrape := func() map[string]float64 {
@@ -103,7 +101,7 @@ func TestStoreSizeIsAllocatedSpace(t *testing.T) {
 		t.Errorf("volume %v bytes free of %v", free, size)
 	}
 
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	const n, size = 200, 8000 // to the write-ahead log: values under 1 MiB stay out of the value log
 	for i := range n {
 		c := write(memory.LayerKnowledge, "project-alpha", "", fmt.Sprintf("fact %d: %s", i, strings.Repeat("x", size)), "native", "run-1")
@@ -128,11 +126,8 @@ func TestStoreSizeIsAllocatedSpace(t *testing.T) {
 // scrape reports an error rather than dropping the queue and outbox series
 // that alerts watch.
 func TestUnreadableStateFailsTheScrape(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	st := badgertest.Open(t, store.Options{Dir: t.TempDir()})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: gov, Outbox: st}))
 	if _, err := reg.Gather(); err != nil {
@@ -141,7 +136,7 @@ func TestUnreadableStateFailsTheScrape(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err = reg.Gather()
+	_, err := reg.Gather()
 	if err == nil || !strings.Contains(err.Error(), "read the review queue") || !strings.Contains(err.Error(), "read the outbox") {
 		t.Fatalf("gather on a closed store: %v, want errors naming the queue and the outbox", err)
 	}
@@ -151,10 +146,7 @@ func TestUnreadableStateFailsTheScrape(t *testing.T) {
 // the scrape rather than dropping the series the volume alerts watch.
 func TestUnreadableDiskFailsTheScrape(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "db")
-	st, err := store.Open(store.Options{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := badgertest.Open(t, store.Options{Dir: dir})
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}

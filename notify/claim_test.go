@@ -126,7 +126,7 @@ func TestSharedOutboxDeliversEachNoticeOnce(t *testing.T) {
 			want = append(want, string(memory.NoticeDecided)+":"+r.ID)
 		}
 	}
-	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 
 	seen := map[string]string{} // notice id → the outbox that delivered it
 	var delivered []string
@@ -176,13 +176,13 @@ func TestSharedOutboxLeavesAnotherOutboxesNotices(t *testing.T) {
 	t.Cleanup(runOutbox(t, ob, rec))
 	claims := shared.claimCount()
 	ob.Wake()
-	eventually(t, "two passes", func() bool { return shared.claimCount() >= claims+2 || len(rec.delivered()) > 0 })
+	testkit.Eventually(t, "two passes", func() bool { return shared.claimCount() >= claims+2 || len(rec.delivered()) > 0 })
 	if got := rec.delivered(); len(got) != 0 {
 		t.Fatalf("delivered %v, held by another instance's live lease", got)
 	}
 	clock.Advance(2 * time.Minute)
 	ob.Wake()
-	eventually(t, "delivery once the lease ended", func() bool { return len(rec.delivered()) == 1 })
+	testkit.Eventually(t, "delivery once the lease ended", func() bool { return len(rec.delivered()) == 1 })
 	if got, want := rec.delivered()[0], "parked:"+r.ID; got != want {
 		t.Fatalf("delivered %q, want %q", got, want)
 	}
@@ -235,14 +235,14 @@ func TestRemindersOfSeveralInstancesGoOutOnce(t *testing.T) {
 		}
 		return n
 	}
-	eventually(t, "the reminder delivered", func() bool { return remindersSent() == 1 && len(reminders()) == 0 })
+	testkit.Eventually(t, "the reminder delivered", func() bool { return remindersSent() == 1 && len(reminders()) == 0 })
 
 	// The late copy: stored again after its delivery.
 	if err := e.st.Update(ctx, func(tx memory.Tx) error { return tx.PutNotice(stored[0]) }); err != nil {
 		t.Fatal(err)
 	}
 	ob.Wake()
-	eventually(t, "the copy dropped", func() bool { return len(reminders()) == 0 })
+	testkit.Eventually(t, "the copy dropped", func() bool { return len(reminders()) == 0 })
 	if n := remindersSent(); n != 1 {
 		t.Fatalf("the round's reminder went out %d times", n)
 	}
@@ -257,5 +257,5 @@ func TestRemindersOfSeveralInstancesGoOutOnce(t *testing.T) {
 		t.Fatalf("queued %d reminders (%v) in a new round, want 1", n, err)
 	}
 	ob.Wake()
-	eventually(t, "the next round delivered", func() bool { return remindersSent() == 2 })
+	testkit.Eventually(t, "the next round delivered", func() bool { return remindersSent() == 2 })
 }

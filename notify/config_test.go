@@ -41,7 +41,7 @@ func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
 	for attempt, centre := range []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute} {
 		attempt++
 		var n *memory.Notice
-		eventually(t, "the failed attempt recorded", func() bool {
+		testkit.Eventually(t, "the failed attempt recorded", func() bool {
 			ns := e.notices()
 			if len(ns) == 1 && ns[0].Attempts == attempt {
 				n = ns[0]
@@ -58,18 +58,18 @@ func TestOutboxNeverDropsANoticeForASettingsError(t *testing.T) {
 		clk.Advance(n.NextAttempt.Sub(clk.Now())) // the outbox schedules by this clock: no waiting
 		e.outbox.Wake()
 	}
-	eventually(t, "the sixth attempt", func() bool { return rec.callCount() == 6 })
+	testkit.Eventually(t, "the sixth attempt", func() bool { return rec.callCount() == 6 })
 	if v := testutil.ToFloat64(opts.Metrics.Dropped(notify.ReasonConfig)); v != 0 {
 		t.Fatalf("dropped %v notices for a settings error", v)
 	}
-	eventually(t, "six counted retries", func() bool { return testutil.ToFloat64(opts.Metrics.Retries(notify.ReasonConfig)) == 6 })
+	testkit.Eventually(t, "six counted retries", func() bool { return testutil.ToFloat64(opts.Metrics.Retries(notify.ReasonConfig)) == 6 })
 
 	// Fixed (the bot was invited): RetryNow delivers at once although the
 	// clock has not reached the next attempt and the worker is paused.
 	fixed.Store(true)
 	e.outbox.RetryNow()
-	eventually(t, "delivery after RetryNow", func() bool { return len(rec.delivered()) == 1 })
-	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	testkit.Eventually(t, "delivery after RetryNow", func() bool { return len(rec.delivered()) == 1 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 	if r, err := e.gov.Get(context.Background(), parked.ID); err != nil || r.Status != memory.StatusPending {
 		t.Fatalf("record %v, %v: it must still wait for review", r, err)
 	}
@@ -91,7 +91,7 @@ func TestOutboxThisNoticeOnlyFailureHoldsNoOneUp(t *testing.T) {
 		return false, nil
 	}}
 	e.start(rec)
-	eventually(t, "the other record's notice", func() bool { return joined(rec.delivered()) == "parked:"+second.ID })
+	testkit.Eventually(t, "the other record's notice", func() bool { return joined(rec.delivered()) == "parked:"+second.ID })
 	n := e.notices()
 	if len(n) != 1 || n[0].RecordID != first.ID || n[0].Attempts != 1 || !n[0].NextAttempt.After(clk.Now()) {
 		t.Fatalf("outbox %+v: the failed notice must wait for its own retry", n)

@@ -7,20 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	"github.com/memgate/memgate/store"
 )
-
-// reviewPolicy parks policy-layer writes and applies the rest, so each test
-// can park a write on demand.
-func reviewPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	if in.Candidate.Layer == memory.LayerPolicy {
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
-	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-}
 
 // env is a real Badger store on disk with a real governor writing notices
 // into the outbox.
@@ -44,15 +36,12 @@ func newEnv(t *testing.T, opts notify.OutboxOptions) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := badgertest.Open(e.t, store.Options{Dir: e.dir})
 	e.st = st
 	o := e.opts
 	o.Store = st
 	e.outbox = notify.NewOutbox(o)
-	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(reviewPolicy),
+	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ParkPolicies),
 		Outbox: true, Waker: e.outbox})
 }
 
@@ -119,14 +108,7 @@ func (e *env) park(subject string) *memory.Record {
 
 func (e *env) notices() []*memory.Notice {
 	e.t.Helper()
-	var out []*memory.Notice
-	err := e.st.View(context.Background(), func(tx memory.ReadTx) error {
-		return tx.ScanNotices(func(n *memory.Notice) bool { out = append(out, n); return true })
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return testkit.Notices(e.t, e.st)
 }
 
 // reminders returns the reminder notices in the outbox.
@@ -176,17 +158,6 @@ func (r *recorder) callCount() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.calls
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func joined(s []string) string { return strings.Join(s, " ") }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 )
@@ -23,11 +24,11 @@ func TestOutboxDeliversOnWakeAndDeletes(t *testing.T) {
 	rec := &recorder{}
 	e.start(rec)
 	r := e.park("alpha")
-	eventually(t, "the parked notice", func() bool { return len(rec.delivered()) == 1 })
+	testkit.Eventually(t, "the parked notice", func() bool { return len(rec.delivered()) == 1 })
 	if got, want := joined(rec.delivered()), "parked:"+r.ID; got != want {
 		t.Fatalf("delivered %q, want %q", got, want)
 	}
-	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 }
 
 func TestOutboxRetriesWithBackoffAndRetryAfter(t *testing.T) {
@@ -47,11 +48,11 @@ func TestOutboxRetriesWithBackoffAndRetryAfter(t *testing.T) {
 	r := e.park("alpha")
 	e.start(rec)
 	// After the first failure the notice is still there, with its attempt.
-	eventually(t, "a recorded failure", func() bool {
+	testkit.Eventually(t, "a recorded failure", func() bool {
 		n := e.notices()
 		return len(n) == 1 && n[0].Attempts >= 1 && n[0].LastError != "" && !n[0].NextAttempt.IsZero()
 	})
-	eventually(t, "delivery after the outage", func() bool { return len(rec.delivered()) == 1 })
+	testkit.Eventually(t, "delivery after the outage", func() bool { return len(rec.delivered()) == 1 })
 	if got := rec.delivered()[0]; got != "parked:"+r.ID {
 		t.Fatalf("delivered %q", got)
 	}
@@ -61,7 +62,7 @@ func TestOutboxRetriesWithBackoffAndRetryAfter(t *testing.T) {
 	if gap := times[3].Sub(times[2]); gap < 280*time.Millisecond {
 		t.Fatalf("retried %s after a 429 with Retry-After 300ms", gap)
 	}
-	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 }
 
 func TestOutboxDropsPermanentFailures(t *testing.T) {
@@ -78,7 +79,7 @@ func TestOutboxDropsPermanentFailures(t *testing.T) {
 		return false, nil
 	}}
 	e.start(rec)
-	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 	if got, want := joined(rec.delivered()), "parked:"+second.ID; got != want {
 		t.Fatalf("delivered %q, want %q", got, want)
 	}
@@ -110,7 +111,7 @@ func TestOutboxKeepsRecordOrder(t *testing.T) {
 		return false, nil
 	}}
 	e.start(rec)
-	eventually(t, "three deliveries", func() bool { return len(rec.delivered()) == 3 })
+	testkit.Eventually(t, "three deliveries", func() bool { return len(rec.delivered()) == 3 })
 	got := rec.delivered()
 	pos := map[string]int{}
 	for i, g := range got {
@@ -131,7 +132,7 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 	}}
 	e.start(down)
 	r := e.park("alpha")
-	eventually(t, "a failed attempt", func() bool { n := e.notices(); return len(n) == 1 && n[0].Attempts >= 1 })
+	testkit.Eventually(t, "a failed attempt", func() bool { n := e.notices(); return len(n) == 1 && n[0].Attempts >= 1 })
 
 	e.restart()
 	if n := e.notices(); len(n) != 1 || n[0].RecordID != r.ID {
@@ -140,8 +141,8 @@ func TestOutboxSurvivesRestart(t *testing.T) {
 	up := &recorder{}
 	e.start(up)
 	// No new transition wakes this worker: it finds the old notice by itself.
-	eventually(t, "delivery after the restart", func() bool { return len(up.delivered()) == 1 })
-	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	testkit.Eventually(t, "delivery after the restart", func() bool { return len(up.delivered()) == 1 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 }
 
 func TestOutboxCoalescesRollbacksOfOneTransaction(t *testing.T) {
@@ -161,7 +162,7 @@ func TestOutboxCoalescesRollbacksOfOneTransaction(t *testing.T) {
 	}
 	rec := &recorder{}
 	e.start(rec)
-	eventually(t, "the rollback batch", func() bool { return len(rec.delivered()) == 3 })
+	testkit.Eventually(t, "the rollback batch", func() bool { return len(rec.delivered()) == 3 })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if len(rec.batches) != 1 {
@@ -192,8 +193,8 @@ func TestOutboxPausesWhileTheStoreTakesNoWrites(t *testing.T) {
 	}
 	full.Store(false)
 	e.outbox.Wake()
-	eventually(t, "delivery once writes work", func() bool { return len(rec.delivered()) == 1 })
-	eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
+	testkit.Eventually(t, "delivery once writes work", func() bool { return len(rec.delivered()) == 1 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.notices()) == 0 })
 	if got := joined(rec.delivered()); got != "parked:"+r.ID {
 		t.Fatalf("delivered %q, want exactly one parked:%s", got, r.ID)
 	}

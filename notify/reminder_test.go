@@ -43,7 +43,7 @@ func TestReminderReannouncesAndNeverDecides(t *testing.T) {
 	// Delivered (the worker deletes it); no new reminder before another hour.
 	rec := &recorder{}
 	e.start(rec)
-	eventually(t, "reminder delivered", func() bool { return len(reminders()) == 0 })
+	testkit.Eventually(t, "reminder delivered", func() bool { return len(reminders()) == 0 })
 	clock.Advance(30 * time.Minute)
 	check(0)
 	clock.Advance(30 * time.Minute)

@@ -6,9 +6,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
 )
 
 // BenchmarkSubmitLowRisk is the governor's apply path, one new fact per
@@ -17,19 +18,15 @@ import (
 // sharing one database. Compare ns/op as ratios to the baseline.
 func BenchmarkSubmitLowRisk(b *testing.B) {
 	b.Run("badger", func(b *testing.B) {
-		st, err := store.Open(store.Options{Dir: b.TempDir()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		benchSubmit(b, []*memory.Governor{memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(fleetPolicy)})})
+		st := badgertest.New(b)
+		benchSubmit(b, []*memory.Governor{memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ParkPolicies)})})
 	})
 	for _, n := range []int{1, 2} {
 		b.Run(fmt.Sprintf("postgres/instances=%d", n), func(b *testing.B) {
 			url := pgtest.New(b)
 			var govs []*memory.Governor
 			for range n {
-				govs = append(govs, memory.NewGovernor(memory.Options{Store: open(b, url), Classifier: memory.ClassifierFunc(fleetPolicy)}))
+				govs = append(govs, memory.NewGovernor(memory.Options{Store: open(b, url), Classifier: memory.ClassifierFunc(testkit.ParkPolicies)}))
 			}
 			benchSubmit(b, govs)
 		})

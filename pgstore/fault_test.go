@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/internal/pgtest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -94,7 +95,7 @@ func awaitWritable(t *testing.T, writable func() error, want string) {
 func TestDatabaseCrashUnderAWriter(t *testing.T) {
 	cluster := pgtest.NewCluster(t)
 	st := open(t, cluster.NewDB(t))
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(fleetPolicy)})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ParkPolicies)})
 	ctx := context.Background()
 	w := &writer{counts: map[int][2]int{}}
 	stop := make(chan struct{})

@@ -15,18 +15,10 @@ import (
 
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/internal/slotmodel"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
 )
-
-// fleetPolicy parks policy-layer writes and applies the rest.
-func fleetPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	if in.Candidate.Layer == memory.LayerPolicy {
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
-	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
-}
 
 type instance struct {
 	st  *pgstore.Store
@@ -99,7 +91,7 @@ func checkSlot(t *testing.T, st *pgstore.Store, slotID string) (active string) {
 // read; at the end each slot has one active version and every
 // acknowledged write is stored, chained to the one it replaced.
 func TestFleetKeepsOneActiveVersionPerSlot(t *testing.T) {
-	fl := fleet(t, 3, fleetPolicy)
+	fl := fleet(t, 3, testkit.ParkPolicies)
 	const writersPerInstance, writes = 4, 8
 	facts := []string{"owner", "stage"}
 	ctx := context.Background()
@@ -188,7 +180,7 @@ func TestFleetKeepsOneActiveVersionPerSlot(t *testing.T) {
 // instances at once is applied by one; the other is told it was decided
 // (or, having read the slot before the winner's commit, that it is stale).
 func TestFleetApprovalIsDecidedOnce(t *testing.T) {
-	fl := fleet(t, 2, fleetPolicy)
+	fl := fleet(t, 2, testkit.ParkPolicies)
 	ctx := context.Background()
 	const rounds = 12
 	for round := range rounds {
@@ -241,7 +233,7 @@ func TestFleetApprovalIsDecidedOnce(t *testing.T) {
 // instances, another run writes over some of it; quarantining the run on a
 // third instance undoes exactly what the run wrote, everywhere.
 func TestFleetQuarantineUndoesARunAcrossInstances(t *testing.T) {
-	fl := fleet(t, 3, fleetPolicy)
+	fl := fleet(t, 3, testkit.ParkPolicies)
 	ctx := context.Background()
 	submit := func(in instance, run, fact, summary string, layer memory.Layer) *memory.SubmitResult {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/secrets"
@@ -68,11 +69,7 @@ func corpusGovernor(t testing.TB, opts ...func(*memory.Options)) *memory.Governo
 	t.Cleanup(func() { c.Close(ctx) })
 	// Real Badger on disk (an in-memory Badger bounds a value to 4 KB, less
 	// than an audit event may take); no fsync: these tests classify.
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	sc, err := secrets.New()
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/secrets"
@@ -68,11 +69,7 @@ func TestOneQueryDecidesAsTwo(t *testing.T) {
 		t.Fatal(err)
 	}
 	governor := func(c memory.Classifier) *memory.Governor {
-		st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close() })
+		st := badgertest.NewWith(t, store.Options{NoSync: true})
 		return memory.NewGovernor(memory.Options{Store: st, Classifier: c, Secrets: sc})
 	}
 	one := &countedQueries{c: cls}

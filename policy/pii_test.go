@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -39,11 +40,7 @@ func piiGovernor(t *testing.T, action string) (*memory.Governor, *store.Store) {
 	if err != nil {
 		t.Fatalf("the default with pii_detected %q: %v", action, err)
 	}
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	return memory.NewGovernor(memory.Options{Store: st, Classifier: c, Secrets: testScanner(t)}), st
 }
 

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 const token = "s3cret"
@@ -36,11 +36,7 @@ type servers struct {
 
 func newServers(t *testing.T) *servers {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(parkPolicy)})
 	agentMux, adminMux := http.NewServeMux(), http.NewServeMux()
 	(&proxy.Native{Gov: gov, Search: search.New(st, search.Options{}), Log: discard()}).Register(agentMux)

@@ -16,12 +16,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 type guarded struct {
@@ -35,11 +35,7 @@ type guarded struct {
 // RPCPaths as the sidecar sets them), on a Badger store in a temp dir.
 func newGuarded(t *testing.T, p proxy.BrowserPolicy) *guarded {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	g := &guarded{gov: memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(parkPolicy)})}
 	agentMux, adminMux := http.NewServeMux(), http.NewServeMux()
 	index := search.New(st, search.Options{})

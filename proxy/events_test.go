@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 	"github.com/memgate/memgate/store"
@@ -30,11 +31,7 @@ type eventsPage struct {
 // the pages together are the log, without gaps or repeats.
 func TestAdminEventsPagesAreBoundedInBytes(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(parkPolicy)})
 	const writes = 120
 	for i := range writes {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 	memgatemcp "github.com/memgate/memgate/proxy/mcp"
@@ -51,11 +52,7 @@ func (f *flakyStore) View(ctx context.Context, fn func(memory.ReadTx) error) err
 // whose HTTP answer is a JSON-RPC result), and nothing is written.
 func TestWritesAnswerUnavailableOnEveryDialect(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	flaky := &flakyStore{Store: st}
 	applyAll := memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil

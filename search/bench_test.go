@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -49,18 +50,12 @@ func (l latencies) report(b *testing.B, prefix string) {
 func preloaded(b *testing.B, n int, cand func(i int) memory.Candidate) (*store.Store, *memory.Governor, *Index) {
 	b.Helper()
 	dir := b.TempDir()
-	st, err := store.Open(store.Options{Dir: dir, NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
+	st := badgertest.Open(b, store.Options{Dir: dir, NoSync: true})
 	preload(b, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)}), n, cand)
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-	if st, err = store.Open(store.Options{Dir: dir, GroupCommit: true}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
+	st = badgertest.NewWith(b, store.Options{Dir: dir, GroupCommit: true})
 	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)}), New(st, Options{})
 }
 

@@ -12,6 +12,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
@@ -146,17 +148,6 @@ func ids(es []*entry) []string {
 	return out
 }
 
-// seqPolicy decides by the summary's first word; deletions apply.
-func seqPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	switch {
-	case in.Op == memory.OpDelete, strings.HasPrefix(in.Candidate.Summary, "apply"):
-		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-	case strings.HasPrefix(in.Candidate.Summary, "reject"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject}, nil
-	}
-	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
-}
-
 // TestIndexFollowsEveryCommitPath runs random sequences of every
 // governor operation that changes the active layer (submit applying,
 // parking or rejecting, delete, approve in both modes, reject, rollback
@@ -175,13 +166,9 @@ func TestIndexFollowsEveryCommitPath(t *testing.T) {
 		{"budget for a few parts", 48 << 10, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := badgertest.NewWith(t, store.Options{NoSync: true})
 			x := New(st, Options{Budget: tc.budget})
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(seqPolicy), Outbox: true, BatchSlots: 3})
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ByFirstWord), Outbox: true, BatchSlots: 3})
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(tc.seed, 0))
 			subjects := []string{"s0", "s1", "s2"}
@@ -346,19 +333,7 @@ func checkListsActive(t *testing.T, gov *memory.Governor, x *Index, records, sub
 		if err != nil {
 			t.Fatal(err)
 		}
-		words := strings.Fields(strings.ToLower(f.Query))
-		var want []string
-		for _, r := range active {
-			if f.Match(r, words) {
-				want = append(want, r.ID)
-			}
-		}
-		var gotIDs []string
-		for _, r := range got {
-			gotIDs = append(gotIDs, r.ID)
-		}
-		slices.Sort(want)
-		slices.Sort(gotIDs)
+		want, gotIDs := matchingIDs(active, f), sortedIDs(got)
 		if !slices.Equal(gotIDs, want) {
 			t.Fatalf("List %+v = %v, want %v", f, gotIDs, want)
 		}
@@ -545,10 +520,7 @@ func TestIndexAcrossRestart(t *testing.T) {
 	ctx := context.Background()
 	var x *Index
 	open := func() (*store.Store, *memory.Governor) {
-		st, err := store.Open(store.Options{Dir: dir})
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := badgertest.Open(t, store.Options{Dir: dir})
 		x = New(st, Options{})
 		return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	}
@@ -887,4 +859,27 @@ func list(ctx context.Context, x *Index, f memory.ListFilter) ([]*memory.Record,
 func newBareIndex(budget int64) *Index {
 	return &Index{budget: budget, parts: map[string]*part{}, inflight: map[uint64]int{}, recent: map[string]uint64{},
 		tooBig: map[string]time.Time{}}
+}
+
+// matchingIDs is the sorted ids of the records f matches, by testing each.
+func matchingIDs(records []*memory.Record, f memory.ListFilter) []string {
+	words := strings.Fields(strings.ToLower(f.Query))
+	var out []string
+	for _, r := range records {
+		if f.Match(r, words) {
+			out = append(out, r.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sortedIDs is the records' ids, sorted.
+func sortedIDs(records []*memory.Record) []string {
+	var out []string
+	for _, r := range records {
+		out = append(out, r.ID)
+	}
+	slices.Sort(out)
+	return out
 }

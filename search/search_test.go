@@ -12,6 +12,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -21,11 +22,7 @@ import (
 // holds none (entries written before it did), or cannot (long summaries),
 // with parts kept in memory and without.
 func TestListFiltersOnTheIndex(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	ctx := context.Background()
 	layers := []memory.Layer{memory.LayerKnowledge, memory.LayerPreference, memory.LayerState}
@@ -44,7 +41,7 @@ func TestListFiltersOnTheIndex(t *testing.T) {
 		all = append(all, res.Record)
 	}
 	// Some entries as an older store wrote them: no fields.
-	err = st.DB().Update(func(txn *badger.Txn) error {
+	err := st.DB().Update(func(txn *badger.Txn) error {
 		for _, r := range all[:20] {
 			if err := txn.Set([]byte("a/"+r.SubjectID+"\x00"+r.ID), nil); err != nil {
 				return err
@@ -80,19 +77,7 @@ func TestListFiltersOnTheIndex(t *testing.T) {
 				if f.Limit == 0 && !slices.EqualFunc(scanned, indexed, func(a, b *memory.Record) bool { return a.ID == b.ID }) {
 					t.Fatalf("the governor's List through the index differs from its scan: %d vs %d records", len(indexed), len(scanned))
 				}
-				var want []string
-				fw := strings.Fields(strings.ToLower(f.Query))
-				for _, r := range all {
-					if f.Match(r, fw) {
-						want = append(want, r.ID)
-					}
-				}
-				var ids []string
-				for _, r := range got {
-					ids = append(ids, r.ID)
-				}
-				slices.Sort(ids)
-				slices.Sort(want)
+				want, ids := matchingIDs(all, f), sortedIDs(got)
 				if f.Limit > 0 {
 					if len(ids) != f.Limit {
 						t.Fatalf("%d records with limit %d", len(ids), f.Limit)
@@ -150,11 +135,7 @@ func (f *fakeSemantic) Scores(ctx context.Context, query string, ids []string) (
 // ranking.
 func TestHybridRanking(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	texts := []string{
 		"I prefer dark mode in every editor",   // the meaning the query asks for, lexically under 0.1

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
@@ -35,11 +36,7 @@ func (p plainView) View(ctx context.Context, fn func(memory.ReadTx) error) error
 // and after further writes, supersedes and deletes.
 func TestSearchOverEitherKindOfStore(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	following := New(st, Options{})
 	defer following.Close()
@@ -166,11 +163,7 @@ func TestSearchOverEitherKindOfStore(t *testing.T) {
 // read transactions cannot scan the index of active records is an error
 // that says so, not an index that fails on every read.
 func TestOpenRefusesAStoreItCannotSearch(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	for _, src := range []Source{plainView{st}, nil} {
 		x, err := Open(context.Background(), src, Options{})
 		if err == nil || x != nil {

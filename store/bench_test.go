@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -30,30 +32,31 @@ var durability = []struct {
 func BenchmarkSubmitLowRisk(b *testing.B) {
 	for _, d := range durability {
 		b.Run(d.name, func(b *testing.B) {
-			o := d.opts
-			o.Dir = b.TempDir()
-			st, err := store.Open(o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-			var n atomic.Int64
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					_, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
-						SubjectID: fmt.Sprintf("task-%d", i%64), FactType: fmt.Sprintf("step.%d", i), Summary: "step done"})
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
+			st := badgertest.NewWith(b, d.opts)
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
+			writeInParallel(b, 16, func(i int64) error {
+				_, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
+					SubjectID: fmt.Sprintf("task-%d", i%64), FactType: fmt.Sprintf("step.%d", i), Summary: "step done"})
+				return err
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 		})
 	}
+}
+
+// writeInParallel times write(i), i = 1, 2, … in turn, from parallelism
+// goroutines per core, and reports writes/s; the first error fails b.
+func writeInParallel(b *testing.B, parallelism int, write func(i int64) error) {
+	var n atomic.Int64
+	b.SetParallelism(parallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := write(n.Add(1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 }
 
 // BenchmarkSubmitLargeRecord is the apply path of BenchmarkSubmitLowRisk
@@ -69,32 +72,19 @@ func BenchmarkSubmitLargeRecord(b *testing.B) {
 		summary, blob int
 	}{{"1KiB", 1 << 10, 0}, {"8KiB", 8 << 10, 0}, {"16KiB+value", 16 << 10, 16 << 10}} {
 		b.Run(size.name, func(b *testing.B) {
-			st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+			st := badgertest.NewWith(b, store.Options{GroupCommit: true})
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 			text := strings.Repeat("a fact of some length ", size.summary/22+1)[:size.summary]
 			var value json.RawMessage
 			if size.blob > 0 {
 				value, _ = json.Marshal(map[string]string{"notes": text[:size.blob-32]})
 			}
-			var n atomic.Int64
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					_, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerKnowledge,
-						SubjectID: fmt.Sprintf("doc-%d", i%64), FactType: fmt.Sprintf("part.%d", i%256),
-						Summary: (fmt.Sprintf("%d ", i) + text)[:size.summary], Value: value})
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
+			writeInParallel(b, 16, func(i int64) error {
+				_, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerKnowledge,
+					SubjectID: fmt.Sprintf("doc-%d", i%64), FactType: fmt.Sprintf("part.%d", i%256),
+					Summary: (fmt.Sprintf("%d ", i) + text)[:size.summary], Value: value})
+				return err
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 		})
 	}
 }
@@ -104,26 +94,16 @@ func BenchmarkSubmitLargeRecord(b *testing.B) {
 // in turn, so how many of them share a sync depends on how long each holds
 // it.
 func BenchmarkSubmitOneSlot(b *testing.B) {
-	st, err := store.Open(store.Options{Dir: b.TempDir(), GroupCommit: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
-	var n atomic.Int64
-	b.SetParallelism(8) // 16 writers on 2 cores
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			i := n.Add(1)
-			res, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
-				SubjectID: "task", FactType: "progress", Summary: fmt.Sprintf("step %d done", i)})
-			if err != nil || res.Outcome != memory.OutcomeApplied {
-				b.Fatal(res, err)
-			}
+	st := badgertest.NewWith(b, store.Options{GroupCommit: true})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
+	writeInParallel(b, 8, func(i int64) error { // 16 writers on 2 cores
+		res, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint,
+			SubjectID: "task", FactType: "progress", Summary: fmt.Sprintf("step %d done", i)})
+		if err == nil && res.Outcome != memory.OutcomeApplied {
+			err = fmt.Errorf("outcome %s, want applied", res.Outcome)
 		}
+		return err
 	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 }
 
 // BenchmarkBareBadgerWrite is the baseline: one durable Badger transaction
@@ -131,26 +111,10 @@ func BenchmarkSubmitOneSlot(b *testing.B) {
 func BenchmarkBareBadgerWrite(b *testing.B) {
 	for _, d := range durability {
 		b.Run(d.name, func(b *testing.B) {
-			o := d.opts
-			o.Dir = b.TempDir()
-			st, err := store.Open(o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			var n atomic.Int64
-			b.SetParallelism(16)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					i := n.Add(1)
-					err := st.Put(context.Background(), "bench", fmt.Sprint(i), []byte(`{"layer":"checkpoint","subjectId":"task","summary":"step done"}`))
-					if err != nil {
-						b.Fatal(err)
-					}
-				}
+			st := badgertest.NewWith(b, d.opts)
+			writeInParallel(b, 16, func(i int64) error {
+				return st.Put(context.Background(), "bench", fmt.Sprint(i), []byte(`{"layer":"checkpoint","subjectId":"task","summary":"step done"}`))
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "writes/s")
 		})
 	}
 }
@@ -182,11 +146,8 @@ func (l latencies) report(b *testing.B) {
 
 func benchGovernor(b *testing.B, dir string, noSync bool) (*store.Store, *memory.Governor) {
 	b.Helper()
-	st, err := store.Open(store.Options{Dir: dir, NoSync: noSync})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Outbox: true})
+	st := badgertest.Open(b, store.Options{Dir: dir, NoSync: noSync})
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules), Outbox: true})
 }
 
 // preload writes through a governor on a NoSync store in dir, with 8
@@ -225,14 +186,8 @@ func BenchmarkTransitions(b *testing.B) {
 	ctx := context.Background()
 	for _, d := range durability {
 		b.Run("submit-apply/"+d.name, func(b *testing.B) {
-			o := d.opts
-			o.Dir = b.TempDir()
-			st, err := store.Open(o)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Outbox: true})
+			st := badgertest.NewWith(b, d.opts)
+			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules), Outbox: true})
 			var lat latencies
 			for i := 0; b.Loop(); i++ {
 				lat.time(func() {

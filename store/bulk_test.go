@@ -15,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
@@ -144,11 +145,7 @@ type bulkWorld struct {
 func newBulkWorld(t *testing.T, plain bool, batch int) *bulkWorld {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	var n atomic.Int64
 	newID := func() string { return fmt.Sprintf("01K%023d", n.Add(1)) }
 	clk := testkit.NewTicking(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC), time.Millisecond)

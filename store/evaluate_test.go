@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -40,7 +41,7 @@ func TestRacingWritesAreDecidedOnTheStateTheyCommitOn(t *testing.T) {
 				cut.Store(true)
 			}
 		}
-		return testPolicy(ctx, in)
+		return testkit.Rules(ctx, in)
 	})
 	e := newEnvWith(t, cls)
 	// The first evaluations wait for each other; under -race on a busy
@@ -113,7 +114,7 @@ func TestPolicyEvaluationsPerWrite(t *testing.T) {
 				if during != nil {
 					during(len(inputs))
 				}
-				return testPolicy(ctx, in)
+				return testkit.Rules(ctx, in)
 			}))
 			first := e.submit(state("project-alpha", "stage", "beta"))
 			e.submit(state("project-alpha", "stage", "ga"))

@@ -27,17 +27,6 @@ var fuzzEnv struct {
 	n    atomic.Int64
 }
 
-// fuzzPolicy decides by the summary's first word; deletions apply.
-func fuzzPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	switch {
-	case in.Op == memory.OpDelete, strings.HasPrefix(in.Candidate.Summary, "apply"):
-		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
-	case strings.HasPrefix(in.Candidate.Summary, "reject"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject}, nil
-	}
-	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
-}
-
 func fuzzGovernor(t *testing.T) *memory.Governor {
 	fuzzEnv.once.Do(func() {
 		st, err := store.Open(store.Options{InMemory: true})
@@ -46,7 +35,7 @@ func fuzzGovernor(t *testing.T) *memory.Governor {
 			return
 		}
 		c := testkit.NewTicking(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), time.Millisecond)
-		fuzzEnv.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(fuzzPolicy),
+		fuzzEnv.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.ByFirstWord),
 			Now: c.Now, Outbox: true, BatchSlots: 3})
 	})
 	if fuzzEnv.err != nil {

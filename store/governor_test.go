@@ -17,29 +17,11 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
-
-// testPolicy: policy-layer writes and overrides of state go to review,
-// anything mentioning a password is rejected, the rest applies.
-func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
-	c := in.Candidate
-	switch {
-	case strings.Contains(strings.ToLower(c.Summary), "password"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
-			Reasons: []memory.Reason{{Rule: "secret", Message: "secrets are never remembered"}}}, nil
-	case c.Layer == memory.LayerPolicy || in.Op == memory.OpDelete && in.Current != nil && in.Current.Layer == memory.LayerPolicy:
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}, Affects: []string{"publishing"}}, nil
-	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStateOverride},
-			Reasons: []memory.Reason{{Rule: "override", Message: "overrides a key fact"}}}, nil
-	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
-		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
-}
 
 type env struct {
 	t     *testing.T
@@ -52,7 +34,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	return newEnvWith(t, memory.ClassifierFunc(testPolicy))
+	return newEnvWith(t, memory.ClassifierFunc(testkit.Rules))
 }
 
 // newEnvWith is newEnv with another classifier.
@@ -66,10 +48,7 @@ func newEnvWith(t *testing.T, cls memory.Classifier) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := badgertest.Open(e.t, store.Options{Dir: e.dir})
 	e.st = st
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: e.cls, Now: e.clock.Now, Outbox: true})
 }
@@ -587,11 +566,7 @@ func TestPolicyFailureFailsClosed(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			st, err := store.Open(store.Options{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := badgertest.New(t)
 			gov := memory.NewGovernor(memory.Options{Store: st, Classifier: tc.cls, PolicyTimeout: 20 * time.Millisecond})
 			res, err := gov.Submit(context.Background(), memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task-1", FactType: "step", Summary: "step 3 done"})
 			if err != nil {
@@ -763,11 +738,7 @@ func countNotices(t *testing.T, e *env) map[memory.NoticeKind]int {
 // must have been released, as net/http recovers a handler's panic and the
 // process goes on.
 func TestPanicInAWriteReleasesTheSlot(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(t, store.Options{GroupCommit: true})
 	var panicking atomic.Bool
 	panicking.Store(true)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(
@@ -775,7 +746,7 @@ func TestPanicInAWriteReleasesTheSlot(t *testing.T) {
 			if panicking.Load() {
 				panic("policy bug")
 			}
-			return testPolicy(ctx, in)
+			return testkit.Rules(ctx, in)
 		})})
 	cand := memory.Candidate{Layer: memory.LayerCheckpoint, SubjectID: "task", FactType: "progress", Summary: "step 1"}
 	func() {

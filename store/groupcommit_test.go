@@ -233,15 +233,8 @@ func TestGroupCommitStore(t *testing.T) {
 	if n := full.Load(); n < 2 {
 		t.Errorf("%d full syncs: the logs' rotations went unseen", n)
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
 
-	st, err = Open(Options{Dir: dir, GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st = reopen(t, st, Options{Dir: dir, GroupCommit: true})
 	gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	for w := range writers {
 		for _, id := range ids[w] {
@@ -255,6 +248,21 @@ func TestGroupCommitStore(t *testing.T) {
 			t.Fatalf("value %d after reopening: %d bytes, %v; want the %d written", i, len(v), err, blobSize)
 		}
 	}
+}
+
+// reopen closes st and opens the store again with o, as a restart would;
+// the store it returns closes when the test ends.
+func reopen(t *testing.T, st *Store, o Options) *Store {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }
 
 // blob is n bytes that differ from one i to the next.
@@ -294,14 +302,7 @@ func TestWritesOutsideTheGovernorAreDurableOnReturn(t *testing.T) {
 			t.Errorf("%s returned without a sync", w.name)
 		}
 	}
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	st, err = Open(Options{Dir: dir, GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st = reopen(t, st, Options{Dir: dir, GroupCommit: true})
 	for k, n := range map[string]int{"mem0/ev/1": 5, "mem0/ev/2": 2 * valueThreshold} {
 		var got []byte
 		err := st.DB().View(func(txn *badger.Txn) error {

@@ -8,17 +8,13 @@ package store_test
 import (
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/slotmodel"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
 )
 
 func TestSlotHistoriesAreLinearizable(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(slotmodel.Policy)})
 	slotmodel.Check(t, []*memory.Governor{gov})
 }

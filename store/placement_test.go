@@ -8,10 +8,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 )
 
-// placingPolicy is testPolicy plus a placement: text about auto-publishing
+// placingPolicy is testkit.Rules plus a placement: text about auto-publishing
 // goes to the policy layer's publish.auto slot of project-alpha. It keeps
 // the candidates its Classify saw.
 type placingPolicy struct {
@@ -25,7 +26,7 @@ func (p *placingPolicy) Classify(ctx context.Context, in *memory.PolicyInput) (m
 	p.mu.Lock()
 	p.decided = append(p.decided, *in.Candidate)
 	p.mu.Unlock()
-	d, err := testPolicy(ctx, in)
+	d, err := testkit.Rules(ctx, in)
 	// Slot fields in a decision are not used when the classifier places.
 	d.Layer, d.FactType, d.SubjectID = memory.LayerCheckpoint, "wrong", "wrong"
 	return d, err

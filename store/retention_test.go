@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
@@ -15,13 +16,9 @@ import (
 // test moves.
 func retentionWorld(t *testing.T) (*store.Store, *memory.Governor, *testkit.Clock) {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	clk := testkit.NewTicking(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Millisecond)
-	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Now: clk.Now}), clk
+	return st, memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules), Now: clk.Now}), clk
 }
 
 // TestRetentionPurgesOldVersionsOnly: past their layer's retention,

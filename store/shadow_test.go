@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -70,12 +72,8 @@ func TestShadowedIndex(t *testing.T) {
 // mostly writes low-risk memories). Report the ratio of the two.
 func BenchmarkShadowedPage(b *testing.B) {
 	const writes, every = 20000, 100
-	st, err := store.Open(store.Options{Dir: b.TempDir(), NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
+	st := badgertest.NewWith(b, store.Options{NoSync: true})
+	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testkit.Rules)})
 	ctx := context.Background()
 	for i := range writes {
 		c := memory.Candidate{SubjectID: "p", FactType: fmt.Sprint("f", i), Summary: "low risk note"}

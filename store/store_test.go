@@ -91,13 +91,7 @@ func TestTablesOfEitherBlockSizeRead(t *testing.T) {
 	oldRatio := indexPerByte(st)
 	readAll(st)
 	write(st, 2000, 4000)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if st, err = Open(Options{Dir: dir}); err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st = reopen(t, st, Options{Dir: dir})
 	tables := st.DB().Tables()
 	if len(tables) != 2 {
 		t.Fatalf("%d tables, want the old one and the new one", len(tables))

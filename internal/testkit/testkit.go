@@ -1,11 +1,15 @@
 // Package testkit holds the test doubles several of memgate's packages
 // use: a clock that moves only when told to (or a step at each reading),
-// and classifiers that decide every write alike. Tests only.
+// classifiers that decide every write alike, and the decisions the tests'
+// own classifiers return. Tests only.
 package testkit
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/memgate/memgate/memory"
@@ -43,8 +47,109 @@ func (c *Clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
+// Apply is a low-risk decision to apply a write, for the reason "low_risk".
+func Apply() memory.Decision {
+	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
+		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}
+}
+
+// Reject is a high-risk decision to refuse a write, for one reason.
+func Reject(rule, message string) memory.Decision {
+	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
+		Reasons: []memory.Reason{{Rule: rule, Message: message}}}
+}
+
+// Review is a high-risk decision that a write waits for a human, in one
+// category, for one reason; affects (none: nil) names what it would change.
+func Review(category, rule, message string, affects ...string) memory.Decision {
+	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{category},
+		Reasons: []memory.Reason{{Rule: rule, Message: message}}, Affects: affects}
+}
+
+// Rules is a classifier of a few of the default policy's rules: anything
+// mentioning a password is rejected; policy-layer writes, deletions of
+// policies and overrides of an active state's content wait for review;
+// the rest applies at low risk.
+func Rules(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	c := in.Candidate
+	switch {
+	case strings.Contains(strings.ToLower(c.Summary), "password"):
+		return Reject("secret", "secrets are never remembered"), nil
+	case c.Layer == memory.LayerPolicy || in.Op == memory.OpDelete && in.Current != nil && in.Current.Layer == memory.LayerPolicy:
+		return Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human", "publishing"), nil
+	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
+		return Review(memory.CategoryStateOverride, "override", "overrides a key fact"), nil
+	}
+	return Apply(), nil
+}
+
+// ParkPolicies is a classifier that parks every policy-layer write for
+// review (strategy) and applies the rest at low risk: a test parks a write
+// on demand.
+func ParkPolicies(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	if in.Candidate.Layer == memory.LayerPolicy {
+		return Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human"), nil
+	}
+	return Apply(), nil
+}
+
+// ByFirstWord is a classifier that decides by the summary's first word:
+// "apply…" applies, "reject…" is rejected, anything else waits for review;
+// deletions apply. Sequences of writes (fuzzing, replay) choose each
+// outcome with it.
+func ByFirstWord(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
+	switch {
+	case in.Op == memory.OpDelete, strings.HasPrefix(in.Candidate.Summary, "apply"):
+		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
+	case strings.HasPrefix(in.Candidate.Summary, "reject"):
+		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject}, nil
+	}
+	return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
+}
+
 // ApplyAll is a classifier that applies every write at low risk.
 var ApplyAll memory.Classifier = memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
 	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Categories: []string{},
 		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
 })
+
+// Notices returns the notices in s's outbox, in its order.
+func Notices(t testing.TB, s memory.Store) []*memory.Notice {
+	t.Helper()
+	var out []*memory.Notice
+	err := s.View(context.Background(), func(tx memory.ReadTx) error {
+		return tx.ScanNotices(func(n *memory.Notice) bool { out = append(out, n); return true })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// AsJSON is v as a client decodes it: marshalled, then unmarshalled into
+// maps, slices and float64s.
+func AsJSON(t testing.TB, v any) any {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Eventually waits (at most 10s, looking every 5ms) until cond holds, and
+// fails the test if it does not; what names the wait in the failure.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -28,5 +29,92 @@ func TestApplyAll(t *testing.T) {
 	d, err := ApplyAll.Classify(context.Background(), &memory.PolicyInput{Candidate: &memory.Record{}})
 	if err != nil || d.Action != memory.ActionApply || d.Risk != memory.RiskLow {
 		t.Errorf("ApplyAll: %+v, %v", d, err)
+	}
+}
+
+func TestDecisions(t *testing.T) {
+	cases := []struct {
+		got, want memory.Decision
+	}{
+		{Apply(), memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
+			Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}},
+		{Reject("secret", "no secrets"), memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
+			Reasons: []memory.Reason{{Rule: "secret", Message: "no secrets"}}}},
+		{Review(memory.CategoryStrategy, "strategy", "needs a human"), memory.Decision{Risk: memory.RiskHigh,
+			Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
+			Reasons: []memory.Reason{{Rule: "strategy", Message: "needs a human"}}}},
+		{Review(memory.CategoryStrategy, "strategy", "needs a human", "publishing"), memory.Decision{Risk: memory.RiskHigh,
+			Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
+			Reasons: []memory.Reason{{Rule: "strategy", Message: "needs a human"}}, Affects: []string{"publishing"}}},
+	}
+	for i, c := range cases {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%d: %+v, want %+v", i, c.got, c.want)
+		}
+	}
+}
+
+func TestAsJSON(t *testing.T) {
+	got := AsJSON(t, struct {
+		N int    `json:"n"`
+		S string `json:"s"`
+	}{2, "x"})
+	if !reflect.DeepEqual(got, map[string]any{"n": 2.0, "s": "x"}) {
+		t.Errorf("AsJSON: %#v", got)
+	}
+}
+
+func TestEventually(t *testing.T) {
+	n := 0
+	Eventually(t, "the third look", func() bool { n++; return n == 3 })
+	if n != 3 {
+		t.Errorf("looked %d times", n)
+	}
+}
+
+func TestParkPolicies(t *testing.T) {
+	for layer, want := range map[memory.Layer]memory.Action{memory.LayerPolicy: memory.ActionReview, memory.LayerKnowledge: memory.ActionApply} {
+		d, err := ParkPolicies(context.Background(), &memory.PolicyInput{Candidate: &memory.Record{Layer: layer}})
+		if err != nil || d.Action != want {
+			t.Errorf("%s: %+v, %v; want %s", layer, d, err, want)
+		}
+	}
+}
+
+func TestByFirstWord(t *testing.T) {
+	for _, c := range []struct {
+		op      memory.Op
+		summary string
+		want    memory.Action
+	}{
+		{memory.OpWrite, "apply this", memory.ActionApply},
+		{memory.OpWrite, "reject this", memory.ActionReject},
+		{memory.OpWrite, "park this", memory.ActionReview},
+		{memory.OpDelete, "park this", memory.ActionApply},
+	} {
+		d, err := ByFirstWord(context.Background(), &memory.PolicyInput{Op: c.op, Candidate: &memory.Record{Summary: c.summary}})
+		if err != nil || d.Action != c.want {
+			t.Errorf("%s %q: %+v, %v; want %s", c.op, c.summary, d, err, c.want)
+		}
+	}
+}
+
+func TestRules(t *testing.T) {
+	state := &memory.Record{Layer: memory.LayerState, SubjectID: "s", FactType: "f", Summary: "on"}
+	policy := &memory.Record{Layer: memory.LayerPolicy, Summary: "never publish"}
+	for _, c := range []struct {
+		in   memory.PolicyInput
+		want memory.Action
+	}{
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: &memory.Record{Summary: "the Password is x"}}, memory.ActionReject},
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: policy}, memory.ActionReview},
+		{memory.PolicyInput{Op: memory.OpDelete, Candidate: &memory.Record{}, Current: policy}, memory.ActionReview},
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: &memory.Record{Layer: memory.LayerState, SubjectID: "s", FactType: "f", Summary: "off"}, Current: state}, memory.ActionReview},
+		{memory.PolicyInput{Op: memory.OpWrite, Candidate: state}, memory.ActionApply},
+	} {
+		d, err := Rules(context.Background(), &c.in)
+		if err != nil || d.Action != c.want {
+			t.Errorf("%+v: %+v, %v; want %s", c.in, d, err, c.want)
+		}
 	}
 }

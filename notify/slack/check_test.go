@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
@@ -67,7 +68,7 @@ func (e *env) ready() float64 {
 // checks it is still in the outbox, not dropped.
 func (e *env) waitingNotice(id, slackError string) {
 	e.t.Helper()
-	eventually(e.t, "a refused delivery recorded with the notice", func() bool {
+	testkit.Eventually(e.t, "a refused delivery recorded with the notice", func() bool {
 		n := e.outboxNotices()
 		return len(n) == 1 && n[0].RecordID == id && n[0].Attempts == 1 && strings.Contains(n[0].LastError, slackError)
 	})
@@ -131,7 +132,7 @@ func TestStartupCheckInvalidAuth(t *testing.T) {
 	if !hasActions(m.Blocks) {
 		t.Fatal("the delivered review message has no buttons")
 	}
-	eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
 	if v := e.ready(); v != 1 {
 		t.Fatalf("memgate_slack_ready = %v after the fix", v)
 	}
@@ -160,7 +161,7 @@ func TestStartupCheckNotInChannel(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.messageFor(parked.ID)
-	eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
 	if v := e.ready(); v != 1 {
 		t.Fatalf("memgate_slack_ready = %v after the invite", v)
 	}

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
@@ -47,9 +49,8 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 	c := in.Candidate
 	switch {
 	case c.Layer == memory.LayerPolicy:
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "strategy_constraint", Message: "strategy constraints need a human"}},
-			Affects: []string{"auto-publishing of releases"}}, nil
+		return testkit.Review(memory.CategoryStrategy, "strategy_constraint", "strategy constraints need a human",
+			"auto-publishing of releases"), nil
 	case c.Layer == memory.LayerState && in.Current != nil && !in.Current.SameContent(c):
 		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview,
 			Categories: []string{memory.CategoryStateOverride, memory.CategoryInference},
@@ -60,8 +61,7 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 		return memory.Decision{Risk: memory.RiskMedium, Action: memory.ActionReview, Categories: []string{memory.CategoryInference},
 			Reasons: []memory.Reason{{Rule: "unverified_inference", Message: "model inference"}}}, nil
 	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
-		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
+	return testkit.Apply(), nil
 }
 
 // env is the whole loop on loopback: a real Badger store on disk, a real
@@ -136,10 +136,7 @@ func (b *syncBuffer) String() string {
 
 func (e *env) open() {
 	e.t.Helper()
-	st, err := store.Open(store.Options{Dir: e.dir})
-	if err != nil {
-		e.t.Fatal(err)
-	}
+	st := badgertest.Open(e.t, store.Options{Dir: e.dir})
 	e.st = st
 	e.reg = prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(e.logs, nil))
@@ -147,11 +144,12 @@ func (e *env) open() {
 		Metrics: notify.NewMetrics(e.reg), Logger: log})
 	e.gov = memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy),
 		Outbox: true, Waker: e.outbox})
-	e.svc, err = slacknotify.New(e.cfg, slacknotify.Deps{Gov: e.gov, KV: st, Registerer: e.reg, Logger: log,
+	svc, err := slacknotify.New(e.cfg, slacknotify.Deps{Gov: e.gov, KV: st, Registerer: e.reg, Logger: log,
 		OnReady: e.outbox.RetryNow})
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	e.svc = svc
 	ctx, cancel := context.WithCancel(context.Background())
 	var g errgroup.Group
 	g.Go(func() error { return e.outbox.Run(ctx, e.svc) })
@@ -163,7 +161,7 @@ func (e *env) open() {
 		}
 	}
 	// Run begins with a check of the settings, as the sidecar's start does.
-	eventually(e.t, "the start-up check", e.svc.Checked)
+	testkit.Eventually(e.t, "the start-up check", e.svc.Checked)
 	mux := http.NewServeMux()
 	(&proxy.Admin{Gov: e.gov, Token: adminToken}).Register(mux)
 	mux.Handle("POST /slack/interactions", e.svc.Handler())
@@ -229,21 +227,14 @@ func (e *env) record(id string) *memory.Record {
 
 func (e *env) outboxNotices() []*memory.Notice {
 	e.t.Helper()
-	var out []*memory.Notice
-	err := e.st.View(context.Background(), func(tx memory.ReadTx) error {
-		return tx.ScanNotices(func(n *memory.Notice) bool { out = append(out, n); return true })
-	})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return out
+	return testkit.Notices(e.t, e.st)
 }
 
 // messageFor waits for the top-level message announcing a record.
 func (e *env) messageFor(id string) fakeMessage {
 	e.t.Helper()
 	var found fakeMessage
-	eventually(e.t, "a Slack message for "+id, func() bool {
+	testkit.Eventually(e.t, "a Slack message for "+id, func() bool {
 		for _, m := range e.fake.topMessages() {
 			if strings.Contains(strings.Join(blockTexts(m.Blocks), "\n"), id) {
 				found = m
@@ -259,7 +250,7 @@ func (e *env) messageFor(id string) fakeMessage {
 func (e *env) waitDecided(ts string) fakeMessage {
 	e.t.Helper()
 	var m fakeMessage
-	eventually(e.t, "the message updated in place", func() bool {
+	testkit.Eventually(e.t, "the message updated in place", func() bool {
 		m = e.fake.message(ts)
 		return m.Updates > 0 && !hasActions(m.Blocks)
 	})
@@ -349,17 +340,6 @@ func (e *env) interact(payload any) {
 	e.t.Helper()
 	if resp := e.post(formBody(payload), time.Now().Unix(), secret, true); resp.StatusCode != http.StatusOK {
 		e.t.Fatalf("signed interaction answered %d", resp.StatusCode)
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

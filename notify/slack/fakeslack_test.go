@@ -343,13 +343,7 @@ func (f *fakeSlack) sendInteractive(envelopeID string, payload any) {
 func (f *fakeSlack) callsTo(method string) []fakeCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []fakeCall
-	for _, c := range f.calls {
-		if c.Method == method {
-			out = append(out, c)
-		}
-	}
-	return out
+	return where(f.calls, func(c fakeCall) bool { return c.Method == method })
 }
 
 func (f *fakeSlack) topMessages() []fakeMessage {
@@ -374,10 +368,15 @@ func (f *fakeSlack) message(ts string) fakeMessage {
 func (f *fakeSlack) ephemeralsFor(user string) []fakeEphemeral {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []fakeEphemeral
-	for _, e := range f.ephemerals {
-		if e.User == user {
-			out = append(out, e)
+	return where(f.ephemerals, func(e fakeEphemeral) bool { return e.User == user })
+}
+
+// where is a new slice of the items keep holds for (nil: none).
+func where[T any](items []T, keep func(T) bool) []T {
+	var out []T
+	for _, it := range items {
+		if keep(it) {
+			out = append(out, it)
 		}
 	}
 	return out

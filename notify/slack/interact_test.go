@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	slacknotify "github.com/memgate/memgate/notify/slack"
 )
@@ -36,7 +37,7 @@ func TestSignedHTTPDecisionsUpdateTheMessageInPlace(t *testing.T) {
 			e.interact(e.click(m, tt.action, tt.user))
 			if tt.action == slacknotify.ActionReject {
 				var views []fakeView
-				eventually(t, "the reject dialog", func() bool { views = e.fake.openedViews(); return len(views) == 1 })
+				testkit.Eventually(t, "the reject dialog", func() bool { views = e.fake.openedViews(); return len(views) == 1 })
 				if !strings.HasPrefix(views[0].TriggerID, "trigger-") {
 					t.Fatalf("views.open with trigger %q", views[0].TriggerID)
 				}
@@ -192,7 +193,7 @@ func TestStaleApprovalIsRefusedAndReannounced(t *testing.T) {
 
 	e.interact(e.click(m, slacknotify.ActionApprove, reviewer))
 	var eph []fakeEphemeral
-	eventually(t, "an answer to the clicker", func() bool { eph = e.fake.ephemeralsFor(reviewer); return len(eph) == 1 })
+	testkit.Eventually(t, "an answer to the clicker", func() bool { eph = e.fake.ephemeralsFor(reviewer); return len(eph) == 1 })
 	if !strings.Contains(eph[0].Text, "slot changed") || !strings.Contains(eph[0].Text, "re-evaluated") {
 		t.Fatalf("clicker told %q", eph[0].Text)
 	}
@@ -202,7 +203,7 @@ func TestStaleApprovalIsRefusedAndReannounced(t *testing.T) {
 	}
 	// The message now shows the new active version, still with buttons, and
 	// its thread says why the approval was refused.
-	eventually(t, "the refreshed message and the thread reply", func() bool {
+	testkit.Eventually(t, "the refreshed message and the thread reply", func() bool {
 		cur := e.fake.message(m.TS)
 		return cur.Updates > 0 && strings.Contains(allText(cur.Blocks), "weekdays only") && hasActions(cur.Blocks) && len(cur.Replies) == 1
 	})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 )
 
@@ -121,19 +122,6 @@ func mrkdwnTexts(doc any) []string {
 	return out
 }
 
-func asJSON(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // Every text memgate builds for Slack stays within Slack's limits, with a
 // visible ellipsis, whatever the size of what it shows: here far beyond
 // what a candidate may carry (reasons, notes and names that only policy or
@@ -175,12 +163,12 @@ func TestEveryTextWithinSlackLimitsWhateverItShows(t *testing.T) {
 			if len(blocks) > maxBlocks || slackLen(fallback) > maxFallback || !strings.HasSuffix(fallback, "…") {
 				t.Fatalf("%d blocks, fallback of %d characters (%q)", len(blocks), slackLen(fallback), fallback)
 			}
-			checkSlackLimits(t, name, asJSON(t, blocks))
-			all := fmt.Sprint(asJSON(t, blocks))
+			checkSlackLimits(t, name, testkit.AsJSON(t, blocks))
+			all := fmt.Sprint(testkit.AsJSON(t, blocks))
 			if !strings.Contains(all, "…") {
 				t.Error("nothing says it was cut")
 			}
-			for _, s := range mrkdwnTexts(asJSON(t, blocks)) { // plain text is not parsed for mentions
+			for _, s := range mrkdwnTexts(testkit.AsJSON(t, blocks)) { // plain text is not parsed for mentions
 				if strings.Contains(s, "<!channel>") || strings.Contains(s, "<@U1>") {
 					t.Errorf("user text reached Slack unescaped: %.300s", s)
 				}
@@ -189,7 +177,7 @@ func TestEveryTextWithinSlackLimitsWhateverItShows(t *testing.T) {
 	}
 	t.Run("reject dialog", func(t *testing.T) {
 		meta, _ := json.Marshal(rejectMetadata{ID: ids, Version: rec.ParkVersion(), Channel: "C1"})
-		checkSlackLimits(t, "modal", asJSON(t, rejectModal(rec, string(meta))))
+		checkSlackLimits(t, "modal", testkit.AsJSON(t, rejectModal(rec, string(meta))))
 	})
 	t.Run("stale, reminder, rollback and quarantine texts", func(t *testing.T) {
 		ex := &memory.Explanation{Record: rec, Events: []*memory.Event{{Type: memory.EventStale, By: huge, Related: []string{huge, huge}}}}
@@ -198,7 +186,7 @@ func TestEveryTextWithinSlackLimitsWhateverItShows(t *testing.T) {
 			"quarantine": section(":no_entry: *Quarantine*\n" + clip(huge, maxSectionText-30)),
 			"outcome":    section(outcomeText(views["approved in Slack by a huge id"].Record)),
 		} {
-			checkSlackLimits(t, name, asJSON(t, []slack.Block{b}))
+			checkSlackLimits(t, name, testkit.AsJSON(t, []slack.Block{b}))
 		}
 		if n := slackLen(plainClip(huge, maxFallback)); n > maxFallback {
 			t.Errorf("fallback of %d", n)

@@ -9,6 +9,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
@@ -62,7 +63,7 @@ func TestEverythingSentToSlackStaysWithinLimits(t *testing.T) {
 	}
 	// The reject dialog.
 	e.interact(e.click(m, slacknotify.ActionReject, reviewer))
-	eventually(t, "the reject dialog", func() bool { return len(e.fake.openedViews()) == 1 })
+	testkit.Eventually(t, "the reject dialog", func() bool { return len(e.fake.openedViews()) == 1 })
 	// The slot moves on; the captured approval is refused as stale, and
 	// replayed it is refused as an older version.
 	other := e.submit(memory.Candidate{Layer: memory.LayerState, SubjectID: subject, FactType: fact, Summary: upTo("ON "+summary, memory.MaxSummaryBytes)}).Record
@@ -82,7 +83,7 @@ func TestEverythingSentToSlackStaysWithinLimits(t *testing.T) {
 	if _, err := e.gov.Quarantine(ctx, "run", old.Actor.RunID, huge, huge); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the outbox to drain", func() bool { return len(e.outboxNotices()) == 0 })
+	testkit.Eventually(t, "the outbox to drain", func() bool { return len(e.outboxNotices()) == 0 })
 
 	length := func(s string) int { return len(utf16.Encode([]rune(s))) }
 	counts := map[string]int{}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	slacknotify "github.com/memgate/memgate/notify/slack"
 )
@@ -18,7 +19,7 @@ func TestSlackOutageLosesNothing(t *testing.T) {
 		fakeFailure{Status: 503}, fakeFailure{Status: 503}, fakeFailure{Status: 429, RetryAfter: "1"})
 	_, parked := e.parkOverride()
 
-	eventually(t, "a failure recorded with the notice", func() bool {
+	testkit.Eventually(t, "a failure recorded with the notice", func() bool {
 		n := e.outboxNotices()
 		return len(n) == 1 && n[0].Attempts >= 1 && strings.Contains(n[0].LastError, "503")
 	})
@@ -33,7 +34,7 @@ func TestSlackOutageLosesNothing(t *testing.T) {
 	if len(e.fake.topMessages()) != 1 {
 		t.Fatal("the outage produced duplicate messages")
 	}
-	eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
 
 	// The decision's update survives an outage too.
 	e.fake.failNext("chat.update", fakeFailure{Status: 500}, fakeFailure{SlackError: "service_unavailable"})
@@ -52,7 +53,7 @@ func TestPermanentSlackErrorsAreNotRetried(t *testing.T) {
 	// check_test.go).
 	e.fake.failNext("chat.postMessage", fakeFailure{SlackError: "msg_too_long"})
 	_, parked := e.parkOverride()
-	eventually(t, "the notice dropped", func() bool { return len(e.outboxNotices()) == 0 })
+	testkit.Eventually(t, "the notice dropped", func() bool { return len(e.outboxNotices()) == 0 })
 	time.Sleep(100 * time.Millisecond) // several backoff periods: no retry may follow
 	if n := len(e.fake.callsTo("chat.postMessage")); n != 1 {
 		t.Fatalf("%d attempts for a permanent error, want 1", n)
@@ -73,7 +74,7 @@ func TestUndeliveredNoticeSurvivesRestart(t *testing.T) {
 	var realURL string
 	e := newEnv(t, func(c *slacknotify.Config) { realURL, c.APIURL = c.APIURL, dead })
 	_, parked := e.parkOverride()
-	eventually(t, "failed attempts", func() bool {
+	testkit.Eventually(t, "failed attempts", func() bool {
 		n := e.outboxNotices()
 		return len(n) == 1 && n[0].Attempts >= 2
 	})
@@ -84,7 +85,7 @@ func TestUndeliveredNoticeSurvivesRestart(t *testing.T) {
 	if !hasActions(m.Blocks) {
 		t.Fatal("the delivered message has no buttons")
 	}
-	eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
+	testkit.Eventually(t, "an empty outbox", func() bool { return len(e.outboxNotices()) == 0 })
 	if n := len(e.fake.topMessages()); n != 1 {
 		t.Fatalf("%d messages after the restart, want 1", n)
 	}
@@ -105,7 +106,7 @@ func TestRollbackAndQuarantineNotices(t *testing.T) {
 	// A quarantine is announced once, naming what it undid, not one
 	// message per rolled-back version.
 	var msgs []fakeMessage
-	eventually(t, "the quarantine message", func() bool { msgs = e.fake.topMessages(); return len(msgs) >= 1 })
+	testkit.Eventually(t, "the quarantine message", func() bool { msgs = e.fake.topMessages(); return len(msgs) >= 1 })
 	time.Sleep(200 * time.Millisecond) // a second message would have arrived by now
 	if msgs = e.fake.topMessages(); len(msgs) != 1 {
 		t.Fatalf("%d messages for one quarantine, want 1", len(msgs))
@@ -126,7 +127,7 @@ func TestRollbackAndQuarantineNotices(t *testing.T) {
 	if _, err := e.gov.Rollback(ctx, v.ID, false, "typo", "oncall-bob"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the rollback message", func() bool { msgs = e.fake.topMessages(); return len(msgs) == 2 })
+	testkit.Eventually(t, "the rollback message", func() bool { msgs = e.fake.topMessages(); return len(msgs) == 2 })
 	if rb := allText(msgs[1].Blocks); !strings.Contains(rb, v.ID) || !strings.Contains(rb, "typo") {
 		t.Errorf("rollback message:\n%s", rb)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/notify"
 )
@@ -22,7 +23,7 @@ func TestWaitingItemsAreReannouncedNeverRejected(t *testing.T) {
 	if n, err := rem.Check(ctx); err != nil || n != 1 {
 		t.Fatalf("Check queued %d (err %v), want 1", n, err)
 	}
-	eventually(t, "the reminder in the message's thread", func() bool { return len(e.fake.message(m.TS).Replies) == 1 })
+	testkit.Eventually(t, "the reminder in the message's thread", func() bool { return len(e.fake.message(m.TS).Replies) == 1 })
 	reply := e.fake.message(m.TS).Replies[0]
 	if !reply.Broadcast || !strings.Contains(allText(reply.Blocks), "Still waiting for a decision") ||
 		!strings.Contains(allText(reply.Blocks), parked.ID) {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	slacknotify "github.com/memgate/memgate/notify/slack"
 )
@@ -56,7 +57,7 @@ func TestSocketModeDecisions(t *testing.T) {
 	e.fake.sendInteractive("env-2", e.click(m2, slacknotify.ActionReject, reviewer))
 	ack("env-2")
 	var views []fakeView
-	eventually(t, "the reject dialog", func() bool { views = e.fake.openedViews(); return len(views) == 1 })
+	testkit.Eventually(t, "the reject dialog", func() bool { views = e.fake.openedViews(); return len(views) == 1 })
 	e.fake.sendInteractive("env-3", submitView(t, views[0], reviewer, "policy says humans approve deploys"))
 	ack("env-3")
 	e.waitDecided(m2.TS)
@@ -70,7 +71,7 @@ func TestSocketModeDecisions(t *testing.T) {
 	m3 := e.messageFor(third.ID)
 	e.fake.sendInteractive("env-4", e.click(m3, slacknotify.ActionApprove, outsider))
 	ack("env-4")
-	eventually(t, "the outsider's answer", func() bool { return len(e.fake.ephemeralsFor(outsider)) == 1 })
+	testkit.Eventually(t, "the outsider's answer", func() bool { return len(e.fake.ephemeralsFor(outsider)) == 1 })
 	if got := e.record(third.ID).Status; got != memory.StatusPending {
 		t.Fatalf("outsider's click left %s", got)
 	}

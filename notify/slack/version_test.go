@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	slacknotify "github.com/memgate/memgate/notify/slack"
 )
@@ -33,7 +34,7 @@ func (e *env) moveSlot() *memory.Record {
 func (e *env) showsVersion(ts string, rec *memory.Record) fakeMessage {
 	e.t.Helper()
 	var m fakeMessage
-	eventually(e.t, "the message with buttons of version "+rec.ParkVersion(), func() bool {
+	testkit.Eventually(e.t, "the message with buttons of version "+rec.ParkVersion(), func() bool {
 		m = e.fake.message(ts)
 		v, ok := buttonValue(m.Blocks, slacknotify.ActionApprove)
 		return ok && strings.Contains(v, `"v":"`+rec.ParkVersion()+`"`)
@@ -109,7 +110,7 @@ func TestReplayedRejectOfAReparkedWriteIsRefused(t *testing.T) {
 	oldReject := e.click(m, slacknotify.ActionReject, reviewer)
 	e.interact(oldReject)
 	var views []fakeView
-	eventually(t, "the reject dialog", func() bool { views = e.fake.openedViews(); return len(views) == 1 })
+	testkit.Eventually(t, "the reject dialog", func() bool { views = e.fake.openedViews(); return len(views) == 1 })
 	submit := submitView(t, views[0], reviewer, "not what the user said")
 
 	// Re-parked while the dialog was open: an approval from the CLI found
@@ -136,7 +137,7 @@ func TestReplayedRejectOfAReparkedWriteIsRefused(t *testing.T) {
 	// Rejecting from the current message works.
 	current := e.showsVersion(m.TS, reparked)
 	e.interact(e.click(current, slacknotify.ActionReject, reviewer))
-	eventually(t, "a second dialog", func() bool { views = e.fake.openedViews(); return len(views) == 2 })
+	testkit.Eventually(t, "a second dialog", func() bool { views = e.fake.openedViews(); return len(views) == 2 })
 	e.interact(submitView(t, views[1], reviewer, "still wrong"))
 	if got := e.record(parked.ID); got.Status != memory.StatusRejected || got.Review.Note != "still wrong" {
 		t.Fatalf("fresh rejection: %s, %+v", got.Status, got.Review)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
 )
 
 func TestEndpoint(t *testing.T) {
@@ -81,11 +81,7 @@ func bridged(t *testing.T, url string) *mcp.ClientSession {
 }
 
 func TestBridgeSurvivesASidecarRestart(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	var sw swappable
 	sw.set(NewServer(gov, Options{}).Handler())

@@ -8,21 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/proxy"
-	"github.com/memgate/memgate/store"
 )
 
 // With memgate's built-in default policy, graph writes get the two-tier
 // treatment: a plain fact applies, a strategy constraint stated as an
 // observation waits for a human, a secret is rejected.
 func TestDefaultPolicyGovernsGraphWrites(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.New(t)
 	cls := policy.New(policy.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err := cls.Open(context.Background()); err != nil {
 		t.Fatal(err)

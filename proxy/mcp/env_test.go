@@ -17,12 +17,13 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 // testPolicy: texts about publishing are strategy (policy layer) and wait
@@ -33,15 +34,13 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 	text := strings.ToLower(c.Summary)
 	switch {
 	case strings.Contains(text, "password"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
-			Reasons: []memory.Reason{{Rule: "secret_detected", Message: "secrets are never remembered"}}}, nil
+		return testkit.Reject("secret_detected", "secrets are never remembered"), nil
 	case strings.Contains(text, "publish") || c.Layer == memory.LayerPolicy:
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Layer: memory.LayerPolicy,
-			Categories: []string{memory.CategoryStrategy}, Affects: []string{"publishing"},
-			Reasons: []memory.Reason{{Rule: "strategy_constraint", Message: "strategy constraints need a human"}}}, nil
+		d := testkit.Review(memory.CategoryStrategy, "strategy_constraint", "strategy constraints need a human", "publishing")
+		d.Layer = memory.LayerPolicy
+		return d, nil
 	}
-	return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply,
-		Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}, nil
+	return testkit.Apply(), nil
 }
 
 // env serves the Mem0 REST routes and MCP from one mem0.Handler on one
@@ -56,11 +55,7 @@ type env struct {
 // newEnv runs the env on Badger in a temp dir.
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	index := search.New(st, search.Options{})
 	t.Cleanup(func() { index.Close() })

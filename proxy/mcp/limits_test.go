@@ -21,9 +21,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
-	"github.com/memgate/memgate/store"
 )
 
 const testProtocolVersion = "2025-06-18"
@@ -31,11 +31,7 @@ const testProtocolVersion = "2025-06-18"
 // newLimitedServer serves a Server built with o on a loopback HTTP server.
 func newLimitedServer(t *testing.T, o Options) (*Server, *httptest.Server) {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	srv := NewServer(gov, o)
 	mux := http.NewServeMux()

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 	"github.com/memgate/memgate/proxy/mem0"
-	"github.com/memgate/memgate/store"
 )
 
 // TestMem0ToolsLifecycle runs on Badger and on PostgreSQL.
@@ -195,11 +195,7 @@ func TestEventStatusOfARecordID(t *testing.T) {
 // A server built without the Mem0 Handler keeps no event log: the event
 // of a write is its version, and its status still follows the review.
 func TestMem0ToolsWithoutEventLog(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	srv := NewServer(gov, Options{})
 	mux := http.NewServeMux()

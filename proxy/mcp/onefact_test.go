@@ -5,22 +5,19 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/facts"
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy/mem0"
 	"github.com/memgate/memgate/search"
-	"github.com/memgate/memgate/store"
 )
 
 // newFactsEnv is newEnv with free text matched with the active memories,
 // as the sidecar wires it (facts.Matcher over the search index).
 func newFactsEnv(t testing.TB) *env {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := badgertest.New(t)
 	index := search.New(st, search.Options{})
-	t.Cleanup(func() { index.Close(); st.Close() })
+	t.Cleanup(func() { index.Close() }) // before the store's, registered earlier
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy), Active: index,
 		Facts: &facts.Matcher{Index: index}})
 	return serveEnv(t, gov, mem0.New(mem0.Options{Gov: gov, Events: mem0.NewEventLog(st), Search: index}))

@@ -9,18 +9,14 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
-	"github.com/memgate/memgate/store"
 )
 
 // An MCP client keeps an event stream open for server notifications; the
 // sidecar's graceful shutdown must not wait for it.
 func TestShutdownDoesNotWaitForOpenStreams(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(testPolicy)})
 	srv := NewServer(gov, Options{})
 	mux := http.NewServeMux()

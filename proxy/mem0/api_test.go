@@ -7,27 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/proxy"
 )
 
-// asJSON is v as a client decodes it.
-func asJSON(t *testing.T, v any) any {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func wantSameJSON(t *testing.T, what string, api, rest any) {
 	t.Helper()
-	a, r := asJSON(t, api), asJSON(t, rest)
+	a, r := testkit.AsJSON(t, api), testkit.AsJSON(t, rest)
 	if ab, rb := mustJSON(t, a), mustJSON(t, r); ab != rb {
 		t.Errorf("%s:\n API  %s\n REST %s", what, ab, rb)
 	}

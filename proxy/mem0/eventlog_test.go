@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
@@ -74,11 +75,7 @@ func openLog(t testing.TB, on backing) *EventLog {
 		t.Cleanup(func() { pg.Close() })
 		return NewEventLog(pg)
 	}
-	st, err := store.Open(store.Options{Dir: t.TempDir(), GroupCommit: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{GroupCommit: true})
 	return NewEventLog(st)
 }
 
@@ -170,11 +167,7 @@ func TestEventLogListsAndGetsByTenant(t *testing.T) {
 // namespace once (MoveLegacyEvents, at the store's opening), so an
 // upgraded sidecar serves them, and nothing is left under the old prefix.
 func TestEventLogReadsEventsOfEarlierReleases(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.New(t)
 	ctx := context.Background()
 	const id = "01JDZ8Q3K7M2X9R4T6V8W0Y1Z3"
 	old := `{"id":"` + id + `","type":"ADD","writes":[{"recordId":"01JDZ8Q3K7M2X9R4T6V8W0Y1Z4","outcome":"applied"}],` +

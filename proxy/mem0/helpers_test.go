@@ -32,23 +32,20 @@ func testPolicy(_ context.Context, in *memory.PolicyInput) (memory.Decision, err
 	c := in.Candidate
 	text := strings.ToLower(c.Summary)
 	inferred := strings.HasPrefix(c.Evidence.SourceRef, "mem0:infer:") || strings.HasPrefix(c.Evidence.SourceRef, "mem0:extract:")
-	low := memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply, Reasons: []memory.Reason{{Rule: "low_risk", Message: "low risk"}}}
 	switch {
 	case strings.Contains(text, "password"):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReject,
-			Reasons: []memory.Reason{{Rule: "secret", Message: "secrets are never remembered"}}}, nil
+		return testkit.Reject("secret", "secrets are never remembered"), nil
 	case inferred && (strings.HasSuffix(text, "?") || isChitChat(text)):
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionReject,
 			Reasons: []memory.Reason{{Rule: "chit_chat", Message: "small talk and questions are not memories"}}}, nil
 	case in.Op == memory.OpDelete && in.Current != nil && in.Current.Layer == memory.LayerPolicy:
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Reasons: []memory.Reason{{Rule: "delete_policy", Message: "deleting a strategy constraint needs a human"}}}, nil
+		return testkit.Review(memory.CategoryStrategy, "delete_policy", "deleting a strategy constraint needs a human"), nil
 	case c.Layer == memory.LayerPolicy || strings.Contains(text, "auto-publish") || strings.HasPrefix(text, "never "):
-		return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{memory.CategoryStrategy},
-			Layer: memory.LayerPolicy, Affects: []string{"publishing"},
-			Reasons: []memory.Reason{{Rule: "strategy", Message: "strategy constraints need a human"}}}, nil
+		d := testkit.Review(memory.CategoryStrategy, "strategy", "strategy constraints need a human", "publishing")
+		d.Layer = memory.LayerPolicy
+		return d, nil
 	}
-	return low, nil
+	return testkit.Apply(), nil
 }
 
 func isChitChat(text string) bool {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
@@ -34,11 +35,7 @@ func searchByList(ctx context.Context, gov *memory.Governor, p searchParams) ([]
 // and on fields only the record holds.
 func TestSearchMatchesTheListedSearch(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	rng := rand.New(rand.NewPCG(1, 2))
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	clock := func() time.Time {
