@@ -93,12 +93,19 @@ func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error)
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
-	th, err := textHash(m, c.Salt)
+	// The parts once (textHash and headerHash would each split them):
+	// the text hash joins the header, as it joins m.
+	hdr, text, err := eventParts(m)
+	if err != nil {
+		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+	}
+	th, err := hashText(text, c.Salt)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
 	m["textHash"], _ = json.Marshal(th)
-	h, err := headerHash(m)
+	hdr["textHash"] = m["textHash"]
+	h, err := hashHeader(hdr)
 	if err != nil {
 		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
@@ -171,13 +178,9 @@ func splitDecision(raw json.RawMessage) (json.RawMessage, []string, error) {
 	return out, msgs, err
 }
 
-// textHash is the salted SHA-256 of an event's text (see eventParts; an
-// event without text hashes "{}").
-func textHash(m map[string]json.RawMessage, salt string) (string, error) {
-	_, text, err := eventParts(m)
-	if err != nil {
-		return "", err
-	}
+// hashText is the salted SHA-256 of an event's text part (see
+// eventParts; an event without text hashes "{}").
+func hashText(text map[string]json.RawMessage, salt string) (string, error) {
 	b, err := json.Marshal(text)
 	if err != nil {
 		return "", err
@@ -194,6 +197,11 @@ func headerHash(m map[string]json.RawMessage) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return hashHeader(hdr)
+}
+
+// hashHeader is headerHash of an event's header part.
+func hashHeader(hdr map[string]json.RawMessage) (string, error) {
 	b, err := json.Marshal(hdr)
 	if err != nil {
 		return "", err
@@ -373,7 +381,11 @@ func (v *ChainVerifier) Add(pos uint64, id string, doc []byte) bool {
 	if id != "" && f.ID != id {
 		return v.fail(ChainChanged, id, pos, "event %s (position %d) now holds the content of event %s", id, pos, f.ID)
 	}
-	th, err := textHash(m, f.Salt)
+	hdr, text, err := eventParts(m) // once, for both hashes
+	if err != nil {
+		return v.fail(ChainChanged, f.ID, pos, "event %s (position %d): %v", f.ID, pos, err)
+	}
+	th, err := hashText(text, f.Salt)
 	if err != nil {
 		return v.fail(ChainChanged, f.ID, pos, "event %s (position %d): %v", f.ID, pos, err)
 	}
@@ -397,7 +409,7 @@ func (v *ChainVerifier) Add(pos uint64, id string, doc []byte) bool {
 		return v.fail(ChainChanged, v.prev.EventID, v.prev.Seq, "event %s (position %d) was changed: its hash is no longer the one event %s (position %d) recorded",
 			v.prev.EventID, v.prev.Seq, f.ID, pos)
 	}
-	h, err := headerHash(m)
+	h, err := hashHeader(hdr)
 	if err != nil {
 		return v.fail(ChainChanged, f.ID, pos, "event %s (position %d): %v", f.ID, pos, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -170,5 +171,27 @@ func TestEraseEventTextKeepsHashAndDropsText(t *testing.T) {
 	again, changed, err := EraseEventText(out, "erasure")
 	if err != nil || changed || !bytes.Equal(again, out) {
 		t.Fatalf("a second erasure changed the event: %v %v", changed, err)
+	}
+}
+
+// BenchmarkSealEvent seals an applied write's event as the store does
+// under its commit lock: the recorded input of a 160-byte text and a
+// decision with two reasons.
+//
+//	go test -run '^$' -bench BenchmarkSealEvent ./memory/
+func BenchmarkSealEvent(b *testing.B) {
+	text := strings.Repeat("the user keeps the backup keys in the blue folder ", 4)[:160]
+	in, _ := json.Marshal(map[string]any{"op": "write", "candidate": map[string]any{"summary": text, "layer": "knowledge",
+		"subjectId": "bench-1", "factType": "note"}, "current": nil, "pending": []any{}})
+	e := &Event{ID: "01JBENCH0000000000000000", Type: EventApplied, At: time.Unix(1, 0).UTC(), RecordID: "01JREC", SlotID: "slot_1",
+		Input: in, Decision: &Decision{Risk: RiskLow, Action: ActionApply, Categories: []string{}, Affects: []string{"answers"},
+			Reasons: []Reason{{Rule: "knowledge_verified", Message: "low-risk knowledge"}, {Rule: "new_fact", Message: "a new fact"}}}}
+	var head ChainHead
+	for b.Loop() {
+		_, next, err := SealEvent(e, head)
+		if err != nil {
+			b.Fatal(err)
+		}
+		head = next
 	}
 }
