@@ -125,7 +125,7 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 		place = &q
 	}
 	var write *rego.PreparedEvalQuery
-	if place != nil && len(compiler.GetRules(ast.MustParseRef(WriteQuery))) > 0 {
+	if place != nil && len(compiler.GetRules(ast.MustParseRef(WriteQuery))) > 0 && readsLayerInput(modules) == "" {
 		q, err := rego.New(rego.Query(WriteQuery), rego.Store(store), rego.Compiler(compiler)).PrepareForEval(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("compile policy write: %w", err)
@@ -142,6 +142,42 @@ func compile(ctx context.Context, files FileSet, cfg compileConfig) (*Compiled, 
 		return nil, fmt.Errorf("policy does not decide a plain knowledge write: %w", err)
 	}
 	return p, nil
+}
+
+// layerInputRules may read the candidate's layer fields from the input in
+// a policy that keeps the write document: the layer a write is judged at
+// (rules.rego) and the declared one (placement.rego).
+var layerInputRules = map[string]bool{"judged_layers": true, "declared_layer": true}
+
+// readsLayerInput names a rule, other than layerInputRules, that reads
+// input.candidate.layer or input.candidate.inferredLayer ("" when none).
+// The write document's one query decides about the write before placement
+// (memory.WritePolicy), where those fields are not yet the placed write's:
+// such a policy is asked placement and decision apart instead, as one
+// without a write document is.
+func readsLayerInput(modules map[string]*ast.Module) string {
+	fields := []ast.Ref{ast.MustParseRef("input.candidate.layer"), ast.MustParseRef("input.candidate.inferredLayer")}
+	for _, m := range modules {
+		for _, r := range m.Rules {
+			name := r.Head.Ref().String()
+			if layerInputRules[name] {
+				continue
+			}
+			found := false
+			ast.WalkRefs(r, func(ref ast.Ref) bool {
+				for _, f := range fields {
+					if ref.HasPrefix(f) {
+						found = true
+					}
+				}
+				return found
+			})
+			if found {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // Revision is the content hash of the policy's files.

@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync/atomic"
@@ -167,4 +168,35 @@ func decisionOf(r *memory.Record) string {
 		return ""
 	}
 	return fmt.Sprintf("%+v", *r.Decision)
+}
+
+// TestWriteQueryOnlyWhereRulesReadTheJudgedLayer: a policy whose rule
+// reads the candidate's layer from the input directly, rather than the
+// judged layer, is asked placement and decision apart, since in the one
+// query that field is the write's before placement.
+func TestWriteQueryOnlyWhereRulesReadTheJudgedLayer(t *testing.T) {
+	ctx := context.Background()
+	direct := policy.DefaultFiles()
+	direct["custom.rego"] = "package memgate\n\nfired contains \"policy_layer_custom\" if input.candidate.layer == \"policy\"\n"
+	for _, c := range []struct {
+		name  string
+		files policy.FileSet
+		one   bool
+	}{
+		{"default", policy.DefaultFiles(), true},
+		{"a rule reads input.candidate.layer", direct, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := policy.CompileUntested(ctx, c.files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in := &memory.PolicyInput{Op: memory.OpWrite, Candidate: &memory.Record{ID: "r1", SlotID: "r1", Op: memory.OpWrite,
+				SubjectID: "u", Summary: "The user likes green tea."}, Pending: []*memory.Record{}, Unplaced: true}
+			_, _, err = p.PlaceAndClassify(ctx, in)
+			if one := !errors.Is(err, memory.ErrNoWriteQuery); one != c.one || c.one && err != nil {
+				t.Fatalf("one query: %v (err %v), want %v", one, err, c.one)
+			}
+		})
+	}
 }

@@ -19,8 +19,8 @@ import data.memgate_config as config
 # the write is judged at is the same (DESIGN §7); otherwise it asks
 # data.memgate.decision about the placed write. So every rule reads the
 # write's layer as `layer` (rules.rego), never input.candidate.layer or
-# inferredLayer: a policy with a rule that does must drop this line (it
-# then gets two queries a write, placement and decision).
+# inferredLayer: a policy with a rule that does is asked placement and
+# decision apart (the sidecar finds such reads when it compiles).
 write := {"placement": placement, "decision": decision}
 
 # decision is defined only when a rule fired, so a gap in the rules is an
