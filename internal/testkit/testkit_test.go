@@ -3,6 +3,8 @@ package testkit
 import (
 	"context"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +118,26 @@ func TestRules(t *testing.T) {
 		if err != nil || d.Action != c.want {
 			t.Errorf("%+v: %+v, %v; want %s", c.in, d, err, c.want)
 		}
+	}
+}
+
+func TestSyncBuffer(t *testing.T) {
+	var b SyncBuffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if n, err := b.Write([]byte("ab")); n != 2 || err != nil {
+					t.Errorf("Write: %d, %v", n, err)
+				}
+				_ = b.String()
+			}
+		}()
+	}
+	wg.Wait()
+	if s := b.String(); len(s) != 8*100*2 || strings.Count(s, "ab") != 800 {
+		t.Errorf("8 writers of 100 %q: %d bytes, %d of them", "ab", len(s), strings.Count(s, "ab"))
 	}
 }
