@@ -21,7 +21,7 @@ func TestMem0EventsAcrossSidecarsOnOnePostgres(t *testing.T) {
 	url := pgtest.New(t)
 	start := func() *proc {
 		t.Helper()
-		p, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir(),
+		p, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBin.Path(t), DataDir: t.TempDir(),
 			Store: url, Token: testToken})
 		if err != nil {
 			t.Fatal(err)

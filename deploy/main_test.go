@@ -1,0 +1,18 @@
+package deploy_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/memgate/memgate/bench/sidecar/sidecartest"
+)
+
+// sidecarBin is cmd/sidecar, built once for the tests that run it the way
+// the rendered manifests do, and removed when they end.
+var sidecarBin = sidecartest.New("memgate-deploy-test")
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	sidecarBin.Remove()
+	os.Exit(code)
+}
