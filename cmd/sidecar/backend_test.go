@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
@@ -121,10 +122,7 @@ func (f *fakeShared) Close() error    { return f.st.Close() }
 
 func newFakeShared(t *testing.T) *fakeShared {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := badgertest.Open(t, store.Options{Dir: t.TempDir(), NoSync: true}) // fakeShared.Close closes it
 	return &fakeShared{st: st, kv: map[string]map[string][]byte{}}
 }
 
