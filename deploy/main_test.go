@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/memgate/memgate/bench/sidecar/sidecartest"
@@ -11,8 +10,4 @@ import (
 // the rendered manifests do, and removed when they end.
 var sidecarBin = sidecartest.New("memgate-deploy-test")
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	sidecarBin.Remove()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { sidecarBin.Main(m) }
