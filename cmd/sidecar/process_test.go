@@ -31,8 +31,15 @@ const testToken = "test-admin-token"
 
 func startSidecar(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
-	p, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBin.Path(t), DataDir: dataDir,
-		Token: testToken, Env: extraEnv})
+	return startWith(t, sidecar.Options{DataDir: dataDir, Env: extraEnv})
+}
+
+// startWith starts the built sidecar with o, its Binary this package's
+// build and its Token testToken; it is killed when the test ends.
+func startWith(t *testing.T, o sidecar.Options) *proc {
+	t.Helper()
+	o.Binary, o.Token = sidecarBin.Path(t), testToken
+	p, err := sidecar.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
