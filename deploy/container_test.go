@@ -52,7 +52,8 @@ func TestContainerEntrypoint(t *testing.T) {
 		if err != nil || host != "0.0.0.0" {
 			t.Fatalf("%s=%q: inside a container the listeners bind 0.0.0.0, so published ports reach them", name, env[name])
 		}
-		listen[name] = net.JoinHostPort(host, strconv.Itoa(freePort(t)))
+		_, port, _ := net.SplitHostPort(freeLoopbackAddr(t))
+		listen[name] = net.JoinHostPort(host, port)
 	}
 	var environ []string
 	for k, v := range env {
@@ -276,16 +277,6 @@ func volumeDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // routableIP is an address of this machine that is not loopback, where a

@@ -193,21 +193,8 @@ func startSidecar(t *testing.T) *sidecar {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	out := &testkit.SyncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	stop := startProcess(t, cmd, "memgate", out)
 	sc.agentURL, sc.adminURL, sc.adminHost = "http://"+agentAddr, "http://"+adminAddr, adminAddr
-	waitUntil(t, 30*time.Second, "memgate to be ready", func() bool {
-		if err := stop.exited(); err != nil {
-			t.Fatalf("memgate exited: %v\n%s", err, out.String())
-		}
-		resp, err := http.Get(sc.adminURL + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	startServer(t, cmd, "memgate", sc.adminURL+"/readyz")
 	return sc
 }
 
@@ -280,10 +267,14 @@ func (p *process) exited() error {
 	}
 }
 
-// startProcess starts cmd and stops it (SIGTERM, then SIGKILL after 10s)
-// when the test ends, logging its output if the test failed.
-func startProcess(t *testing.T, cmd *exec.Cmd, name string, out *testkit.SyncBuffer) *process {
+// startServer starts cmd, its output collected (and logged if the test
+// fails), and waits at most 30 s until readyURL answers 200; the process
+// exiting first fails the test. It is stopped (SIGTERM, then SIGKILL after
+// 10 s) when the test ends.
+func startServer(t *testing.T, cmd *exec.Cmd, name, readyURL string) {
 	t.Helper()
+	out := &testkit.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -301,7 +292,17 @@ func startProcess(t *testing.T, cmd *exec.Cmd, name string, out *testkit.SyncBuf
 			t.Logf("%s output:\n%s", name, out.String())
 		}
 	})
-	return p
+	waitUntil(t, 30*time.Second, name+" to be ready", func() bool {
+		if err := p.exited(); err != nil {
+			t.Fatalf("%s exited: %v\n%s", name, err, out.String())
+		}
+		resp, err := http.Get(readyURL)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // promServer is a Prometheus server this test started.
@@ -330,23 +331,10 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := freeLoopbackAddr(t)
-	out := &testkit.SyncBuffer{}
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--web.listen-address="+addr,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = out, out
-	proc := startProcess(t, cmd, "prometheus", out)
 	p := &promServer{url: "http://" + addr}
-	waitUntil(t, 30*time.Second, "prometheus to be ready", func() bool {
-		if err := proc.exited(); err != nil {
-			t.Fatalf("prometheus exited: %v\n%s", err, out.String())
-		}
-		resp, err := http.Get(p.url + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	startServer(t, cmd, "prometheus", p.url+"/-/ready")
 	return p
 }
 
