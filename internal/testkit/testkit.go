@@ -1,7 +1,8 @@
 // Package testkit holds the test doubles several of memgate's packages
 // use: a clock that moves only when told to (or a step at each reading),
-// classifiers that decide every write alike, and the decisions the tests'
-// own classifiers return. Tests only.
+// classifiers that decide every write alike, the decisions the tests' own
+// classifiers return, a log buffer goroutines may write while the test
+// reads it, and a raw HTTP request. Tests only.
 package testkit
 
 import (
@@ -164,6 +165,7 @@ type SyncBuffer struct {
 	buf bytes.Buffer
 }
 
+// Write appends p.
 func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
