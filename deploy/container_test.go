@@ -3,7 +3,6 @@
 package deploy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -14,10 +13,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/memgate/memgate/internal/testkit"
 )
 
 // TestContainerEntrypoint runs the binary as the image would: built with
@@ -52,7 +52,8 @@ func TestContainerEntrypoint(t *testing.T) {
 		if err != nil || host != "0.0.0.0" {
 			t.Fatalf("%s=%q: inside a container the listeners bind 0.0.0.0, so published ports reach them", name, env[name])
 		}
-		listen[name] = net.JoinHostPort(host, strconv.Itoa(freePort(t)))
+		_, port, _ := net.SplitHostPort(freeLoopbackAddr(t))
+		listen[name] = net.JoinHostPort(host, port)
 	}
 	var environ []string
 	for k, v := range env {
@@ -66,7 +67,7 @@ func TestContainerEntrypoint(t *testing.T) {
 	}
 	cred := runAs(t, final, volume)
 
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	cmd := exec.Command(bin, argv[1:]...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = environ, &logs, &logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
@@ -278,16 +279,6 @@ func volumeDir(t *testing.T) string {
 	return dir
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // routableIP is an address of this machine that is not loopback, where a
 // listener on 0.0.0.0 answers and one on 127.0.0.1 would not; 127.0.0.1
 // when there is none.
@@ -304,7 +295,7 @@ func routableIP(t *testing.T) string {
 	return "127.0.0.1"
 }
 
-func waitReady(t *testing.T, url string, logs *syncBuffer) {
+func waitReady(t *testing.T, url string, logs *testkit.SyncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -318,23 +309,6 @@ func waitReady(t *testing.T, url string, logs *syncBuffer) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("%s never answered 200:\n%s", url, logs.String())
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func slicesWithout(env []string, name string) []string {

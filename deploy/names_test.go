@@ -13,11 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
 	"github.com/memgate/memgate/notify"
 	slacknotify "github.com/memgate/memgate/notify/slack"
-	"github.com/memgate/memgate/store"
 )
 
 // describingRegistry records the descriptor of every collector registered
@@ -57,11 +57,7 @@ func (r *describingRegistry) MustRegister(cs ...prometheus.Collector) {
 func exportedNames(t *testing.T) map[string]bool {
 	t.Helper()
 	reg := &describingRegistry{Registry: prometheus.NewRegistry(), names: map[string]bool{}}
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	m, err := metrics.New(reg)
 	if err != nil {
 		t.Fatal(err)

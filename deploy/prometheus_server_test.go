@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,17 +13,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
-
-	benchsidecar "github.com/memgate/memgate/bench/sidecar"
 )
 
 // TestPrometheusFiresTheRollbackAlert runs the real sidecar binary,
@@ -133,7 +130,7 @@ type sidecar struct {
 // workspace (an empty directory standing in for the agent's volume) differ.
 func startSidecar(t *testing.T) *sidecar {
 	t.Helper()
-	bin := buildSidecar(t)
+	bin := sidecarBin.Path(t)
 	r := render(t, exampleOverlay)
 	var c *corev1.Container
 	for i, ic := range r.deployments[0].Spec.Template.Spec.InitContainers {
@@ -196,21 +193,8 @@ func startSidecar(t *testing.T) *sidecar {
 	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	stop := startProcess(t, cmd, "memgate", out)
 	sc.agentURL, sc.adminURL, sc.adminHost = "http://"+agentAddr, "http://"+adminAddr, adminAddr
-	waitUntil(t, 30*time.Second, "memgate to be ready", func() bool {
-		if err := stop.exited(); err != nil {
-			t.Fatalf("memgate exited: %v\n%s", err, out.String())
-		}
-		resp, err := http.Get(sc.adminURL + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	startServer(t, cmd, "memgate", sc.adminURL+"/readyz")
 	return sc
 }
 
@@ -224,31 +208,6 @@ func mountNamed(t *testing.T, c *corev1.Container, path string) string {
 	}
 	t.Fatalf("nothing is mounted at %s", path)
 	return ""
-}
-
-var (
-	sidecarOnce sync.Once
-	sidecarBin  string
-	sidecarErr  error
-)
-
-// buildSidecar builds cmd/sidecar with the same flags as cmd/sidecar's own
-// process tests, so the two share the build cache.
-func buildSidecar(t *testing.T) string {
-	t.Helper()
-	sidecarOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memgate-deploy-test")
-		if err != nil {
-			sidecarErr = err
-			return
-		}
-		sidecarBin, sidecarErr = benchsidecar.Build(context.Background(), dir)
-	})
-	if sidecarErr != nil {
-		t.Fatal(sidecarErr)
-	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(sidecarBin)) })
-	return sidecarBin
 }
 
 func (sc *sidecar) write(t *testing.T, summary string) *memory.Record {
@@ -308,10 +267,14 @@ func (p *process) exited() error {
 	}
 }
 
-// startProcess starts cmd and stops it (SIGTERM, then SIGKILL after 10s)
-// when the test ends, logging its output if the test failed.
-func startProcess(t *testing.T, cmd *exec.Cmd, name string, out *lockedBuffer) *process {
+// startServer starts cmd, its output collected (and logged if the test
+// fails), and waits at most 30 s until readyURL answers 200; the process
+// exiting first fails the test. It is stopped (SIGTERM, then SIGKILL after
+// 10 s) when the test ends.
+func startServer(t *testing.T, cmd *exec.Cmd, name, readyURL string) {
 	t.Helper()
+	out := &testkit.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}
@@ -329,7 +292,17 @@ func startProcess(t *testing.T, cmd *exec.Cmd, name string, out *lockedBuffer) *
 			t.Logf("%s output:\n%s", name, out.String())
 		}
 	})
-	return p
+	waitUntil(t, 30*time.Second, name+" to be ready", func() bool {
+		if err := p.exited(); err != nil {
+			t.Fatalf("%s exited: %v\n%s", name, err, out.String())
+		}
+		resp, err := http.Get(readyURL)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // promServer is a Prometheus server this test started.
@@ -358,23 +331,10 @@ scrape_configs:
 		t.Fatal(err)
 	}
 	addr := freeLoopbackAddr(t)
-	out := &lockedBuffer{}
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--web.listen-address="+addr,
 		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = out, out
-	proc := startProcess(t, cmd, "prometheus", out)
 	p := &promServer{url: "http://" + addr}
-	waitUntil(t, 30*time.Second, "prometheus to be ready", func() bool {
-		if err := proc.exited(); err != nil {
-			t.Fatalf("prometheus exited: %v\n%s", err, out.String())
-		}
-		resp, err := http.Get(p.url + "/-/ready")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+	startServer(t, cmd, "prometheus", p.url+"/-/ready")
 	return p
 }
 
@@ -472,22 +432,4 @@ func freeLoopbackAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// lockedBuffer collects a child process's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

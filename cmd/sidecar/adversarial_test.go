@@ -8,40 +8,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/memgate/memgate/internal/testkit"
 )
 
 // hit sends a raw request and returns the status and the body.
 func hit(t *testing.T, method, url, body string, header ...string) (int, []byte, http.Header) {
 	t.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, url, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		if strings.EqualFold(header[i], "Host") {
-			req.Host = header[i+1]
-			continue
-		}
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, b, resp.Header
+	return testkit.Send(t, method, url, body, header...)
 }
 
 // wantJSONError checks an error answer: the status, and a JSON body with an

@@ -179,12 +179,7 @@ func exportAudit(ctx context.Context, c *clientFlags, q url.Values, key *audit.K
 
 // checkExportWhole refuses an export the sidecar did not finish.
 func checkExportWhole(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	rep, err := audit.VerifyFile(f, nil)
+	rep, err := verifyFile(path, nil)
 	if err != nil {
 		return err
 	}
@@ -192,6 +187,16 @@ func checkExportWhole(path string) error {
 		return fmt.Errorf("audit export: what the sidecar sent does not verify: %s%s", rep.Error, problemText(rep.Problem))
 	}
 	return nil
+}
+
+// verifyFile checks the export at path (its signature too, given a key).
+func verifyFile(path string, key *audit.Key) (*audit.FileReport, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return audit.VerifyFile(f, key)
 }
 
 func problemText(p *memory.ChainProblem) string {
@@ -209,12 +214,7 @@ func verifyExportFile(w io.Writer, asJSON bool, path, keyPath string) error {
 			return err
 		}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	rep, err := audit.VerifyFile(f, key)
+	rep, err := verifyFile(path, key)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
 	"github.com/memgate/memgate/store"
@@ -121,10 +122,7 @@ func (f *fakeShared) Close() error    { return f.st.Close() }
 
 func newFakeShared(t *testing.T) *fakeShared {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := badgertest.Open(t, store.Options{Dir: t.TempDir(), NoSync: true}) // fakeShared.Close closes it
 	return &fakeShared{st: st, kv: map[string]map[string][]byte{}}
 }
 
@@ -231,22 +229,37 @@ func TestEmbeddingsNeedAStoreThatKeepsVectors(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink serve writes to while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+// serveInProcess runs serve with cfg in this process until the test ends
+// (when serve must return nil) and waits for its ready line: it returns the
+// agent and admin base URLs and the logs serve writes. A serve that returns
+// before it is ready, or is not ready within 30 s, fails the test.
+func serveInProcess(t *testing.T, cfg serveConfig) (agent, admin string, logs *testkit.SyncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs = &testkit.SyncBuffer{}
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, logs) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	ready := regexp.MustCompile(`memgate ready" agent=(\S+) admin=(\S+)`)
+	for deadline := time.Now().Add(30 * time.Second); agent == ""; time.Sleep(10 * time.Millisecond) {
+		if m := ready.FindStringSubmatch(logs.String()); m != nil {
+			agent, admin = "http://"+m[1], "http://"+m[2]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("not ready; logs:\n%s", logs.String())
+		}
+		select {
+		case err := <-done:
+			done <- err // for the cleanup
+			t.Fatalf("serve returned %v; logs:\n%s", err, logs.String())
+		default:
+		}
+	}
+	return agent, admin, logs
 }
 
 // TestServeOnASharedStore runs the sidecar on a store that is not Badger
@@ -273,30 +286,7 @@ func TestServeOnASharedStore(t *testing.T) {
 		opened = url
 		return fake, nil
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, logs) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	ready := regexp.MustCompile(`memgate ready" agent=(\S+) admin=(\S+)`)
-	var agent, admin string
-	for deadline := time.Now().Add(30 * time.Second); agent == ""; time.Sleep(10 * time.Millisecond) {
-		if m := ready.FindStringSubmatch(logs.String()); m != nil {
-			agent, admin = "http://"+m[1], "http://"+m[2]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("not ready; logs:\n%s", logs.String())
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned %v; logs:\n%s", err, logs.String())
-		default:
-		}
-	}
+	agent, admin, logs := serveInProcess(t, cfg)
 	if opened != cfg.store {
 		t.Fatalf("opened %q, want --store's URL", opened)
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/proxy"
@@ -24,11 +25,7 @@ import (
 
 func cliFixture(t *testing.T) (*memory.Governor, string) {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	cls := memory.ClassifierFunc(func(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
 		if in.Candidate.Layer == memory.LayerPolicy || in.Current != nil {
 			return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview, Categories: []string{"strategy"},

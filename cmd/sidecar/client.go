@@ -182,6 +182,26 @@ func (c *clientFlags) show(w io.Writer, raw json.RawMessage, text func(io.Writer
 	return err
 }
 
+// showAs is show with the text written from raw decoded into a T.
+func showAs[T any](c *clientFlags, w io.Writer, raw json.RawMessage, text func(io.Writer, T) error) error {
+	return c.show(w, raw, func(w io.Writer) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		return text(w, v)
+	})
+}
+
+// callShow sends one admin request and shows its answer as showAs does.
+func callShow[T any](ctx context.Context, c *clientFlags, w io.Writer, method, path string, body any, text func(io.Writer, T) error) error {
+	var raw json.RawMessage
+	if err := c.call(ctx, method, path, body, &raw); err != nil {
+		return err
+	}
+	return showAs(c, w, raw, text)
+}
+
 // inert escapes what a terminal would act on instead of showing: control
 // characters but tab and newline (ESC sequences can move the cursor,
 // retitle the window or rewrite lines above), DEL, C1 controls, bidi

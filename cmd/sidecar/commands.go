@@ -112,11 +112,7 @@ func reviewCommand(cl *cliEnv) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var body struct{ Reviews []memory.ReviewItem }
-				if err := json.Unmarshal(raw, &body); err != nil {
-					return err
-				}
+			return showAs(c, cl.stdout, raw, func(w io.Writer, body struct{ Reviews []memory.ReviewItem }) error {
 				if len(body.Reviews) == 0 {
 					fmt.Fprintln(w, "No writes wait for review.")
 					return nil
@@ -145,15 +141,7 @@ func reviewCommand(cl *cliEnv) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "GET", "/admin/v1/reviews/"+id, nil, &raw); err != nil {
-				return err
-			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var it memory.ReviewItem
-				if err := json.Unmarshal(raw, &it); err != nil {
-					return err
-				}
+			return callShow(ctx, c, cl.stdout, "GET", "/admin/v1/reviews/"+id, nil, func(w io.Writer, it memory.ReviewItem) error {
 				printRecord(w, it.Record)
 				fmt.Fprintf(w, "Would replace:  %s\n", describeOrEmpty(it.Current))
 				if it.Stale {
@@ -214,11 +202,7 @@ func shadowList(ctx context.Context, cl *cliEnv, c *clientFlags, after string, l
 	if err := c.call(ctx, "GET", "/admin/v1/policy/mode", nil, &mode); err != nil {
 		return err
 	}
-	return c.show(cl.stdout, raw, func(w io.Writer) error {
-		var page memory.ShadowPage
-		if err := json.Unmarshal(raw, &page); err != nil {
-			return err
-		}
+	return showAs(c, cl.stdout, raw, func(w io.Writer, page memory.ShadowPage) error {
 		fmt.Fprintf(w, "Policy mode: %s\n", mode.Mode)
 		if len(page.Items) == 0 {
 			fmt.Fprintln(w, "No write was let through that policy would have parked or rejected.")
@@ -270,11 +254,7 @@ func decide(ctx context.Context, cl *cliEnv, c *clientFlags, args []string, verb
 		}
 		return err
 	}
-	return c.show(cl.stdout, raw, func(w io.Writer) error {
-		var r memory.Record
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return err
-		}
+	return showAs(c, cl.stdout, raw, func(w io.Writer, r memory.Record) error {
 		fmt.Fprintf(w, "%s: %s is now %s\n", verb, r.ID, r.Status)
 		return nil
 	})
@@ -287,15 +267,7 @@ func explainCommand(cl *cliEnv) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "GET", "/admin/v1/memories/"+id+"/explain", nil, &raw); err != nil {
-				return err
-			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var ex memory.Explanation
-				if err := json.Unmarshal(raw, &ex); err != nil {
-					return err
-				}
+			return callShow(ctx, c, cl.stdout, "GET", "/admin/v1/memories/"+id+"/explain", nil, func(w io.Writer, ex memory.Explanation) error {
 				printRecord(w, ex.Record)
 				fmt.Fprintf(w, "Who:            %s\n", describeActor(ex.Who))
 				fmt.Fprintf(w, "Replaced:       %s\n", describeOrEmpty(ex.Replaced))
@@ -343,18 +315,10 @@ func historyCommand(cl *cliEnv) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "GET", "/admin/v1/memories/"+id+"/history", nil, &raw); err != nil {
-				return err
-			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var body struct {
-					SlotID   string
-					Versions []*memory.Record
-				}
-				if err := json.Unmarshal(raw, &body); err != nil {
-					return err
-				}
+			return callShow(ctx, c, cl.stdout, "GET", "/admin/v1/memories/"+id+"/history", nil, func(w io.Writer, body struct {
+				SlotID   string
+				Versions []*memory.Record
+			}) error {
 				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tSUMMARY")
 				for _, r := range body.Versions {
@@ -378,15 +342,7 @@ func rollbackCommand(cl *cliEnv) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "POST", "/admin/v1/memories/"+id+"/rollback", proxy.RollbackRequest{Cascade: cascade, Reason: reason, By: "cli"}, &raw); err != nil {
-				return err
-			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var res memory.RollbackResult
-				if err := json.Unmarshal(raw, &res); err != nil {
-					return err
-				}
+			return callShow(ctx, c, cl.stdout, "POST", "/admin/v1/memories/"+id+"/rollback", proxy.RollbackRequest{Cascade: cascade, Reason: reason, By: "cli"}, func(w io.Writer, res memory.RollbackResult) error {
 				for _, r := range res.RolledBack {
 					fmt.Fprintf(w, "rolled back %s (%s)\n", r.ID, clip(r.Summary, 60))
 				}
@@ -431,15 +387,7 @@ func restoreCommand(cl *cliEnv) *ffcli.Command {
 }
 
 func bulk(ctx context.Context, cl *cliEnv, c *clientFlags, path string, req any) error {
-	var raw json.RawMessage
-	if err := c.call(ctx, "POST", path, req, &raw); err != nil {
-		return err
-	}
-	return c.show(cl.stdout, raw, func(w io.Writer) error {
-		var res memory.BulkResult
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return err
-		}
+	return callShow(ctx, c, cl.stdout, "POST", path, req, func(w io.Writer, res memory.BulkResult) error {
 		fmt.Fprintf(w, "rolled back %d, retracted %d, rejected %d pending (%d slots)\n", len(res.RolledBack), len(res.Retracted), len(res.Rejected), res.Slots)
 		if len(res.KeptRolledBack) > 0 {
 			fmt.Fprintf(w, "kept rolled back: %s (active at that time, rolled back since; a restore only undoes, it never re-applies what was undone: write it again to re-apply it)\n",
@@ -520,11 +468,7 @@ func eventsCommand(cl *cliEnv) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var page memory.EventPage
-				if err := json.Unmarshal(raw, &page); err != nil {
-					return err
-				}
+			return showAs(c, cl.stdout, raw, func(w io.Writer, page memory.EventPage) error {
 				if len(page.Events) == 0 {
 					fmt.Fprintln(w, "No events.")
 					return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/memgate/memgate/embed"
 	"github.com/memgate/memgate/embed/embedtest"
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/pgstore"
@@ -188,12 +189,7 @@ func BenchmarkReconcileScan(b *testing.B) {
 		open func(b *testing.B) memory.Store
 	}{
 		{"badger", func(b *testing.B) memory.Store {
-			st, err := store.Open(store.Options{Dir: b.TempDir(), NoSync: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { st.Close() })
-			return st
+			return badgertest.NewWith(b, store.Options{NoSync: true})
 		}},
 		{"postgres", func(b *testing.B) memory.Store {
 			st, err := pgstore.Open(context.Background(), pgstore.Options{URL: pgtest.New(b)})

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/memgate/memgate/embed"
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/pgstore"
-	"github.com/memgate/memgate/store"
 )
 
 // TestEmbedStore: both places vectors are kept, Badger's key space and a
@@ -22,11 +22,7 @@ func TestEmbedStore(t *testing.T) {
 		open func(t *testing.T) (embed.Store, func(ns, key string, v []byte) error)
 	}{
 		{"Badger", func(t *testing.T) (embed.Store, func(ns, key string, v []byte) error) {
-			st, err := store.Open(store.Options{Dir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { st.Close() })
+			st := badgertest.New(t)
 			return embedStore{st}, func(ns, key string, v []byte) error { return st.Put(ctx, ns, key, v) }
 		}},
 		{"PostgreSQL", func(t *testing.T) (embed.Store, func(ns, key string, v []byte) error) {

@@ -281,20 +281,12 @@ func eraseCommand(cl *cliEnv) *ffcli.Command {
 			if c.timeout < erasureTimeout {
 				c.timeout = erasureTimeout // it compacts the store
 			}
-			var raw json.RawMessage
-			if err := c.call(ctx, "POST", "/admin/v1/erase", req, &raw); err != nil {
-				return err
-			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var a struct {
-					memory.ErasureResult
-					Mem0Events  int      `json:"mem0Events"`
-					Compacted   bool     `json:"compacted"`
-					StillHeldBy []string `json:"stillHeldBy"`
-				}
-				if err := json.Unmarshal(raw, &a); err != nil {
-					return err
-				}
+			return callShow(ctx, c, cl.stdout, "POST", "/admin/v1/erase", req, func(w io.Writer, a struct {
+				memory.ErasureResult
+				Mem0Events  int      `json:"mem0Events"`
+				Compacted   bool     `json:"compacted"`
+				StillHeldBy []string `json:"stillHeldBy"`
+			}) error {
 				n := a.Counts
 				fmt.Fprintf(w, "erasure %s of %s: %d memories erased (%d active, %d pending withdrawn), %d audit events and %d Mem0 events lost their text, %d notices dropped; compacted: %v\n",
 					a.ID, a.Scope.String(), n.Records, n.Active, n.Pending, n.Events, a.Mem0Events, n.Notices, a.Compacted)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/store"
 )
@@ -78,11 +79,7 @@ func (f *sharedKVFake) DeleteKeys(_ context.Context, ns string, keys []string) e
 // journal (a single list key read and rewritten by each would lose some),
 // and a later start resumes them all and leaves the journal empty.
 func TestErasureJournalOfAFleetKeepsEveryRequest(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier})
 	ctx := context.Background()
 	for i := range 4 {
@@ -136,11 +133,7 @@ func TestErasureJournalOfAFleetKeepsEveryRequest(t *testing.T) {
 // erasure drops the vectors of exactly the records it erased before it
 // answers.
 func TestErasureForgetsTheVectorsOfWhatItErased(t *testing.T) {
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier})
 	ctx := context.Background()
 	ids := map[string][]string{}

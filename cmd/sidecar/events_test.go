@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"slices"
 	"testing"
@@ -21,13 +20,7 @@ func TestMem0EventsAcrossSidecarsOnOnePostgres(t *testing.T) {
 	url := pgtest.New(t)
 	start := func() *proc {
 		t.Helper()
-		p, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBinary(t), DataDir: t.TempDir(),
-			Store: url, Token: testToken})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Kill)
-		return &proc{Process: p, t: t}
+		return startWith(t, sidecar.Options{DataDir: t.TempDir(), Store: url})
 	}
 	a, b := start(), start()
 

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,25 +40,7 @@ func TestGuardRefusalShowsInReadyzAndMetrics(t *testing.T) {
 	if cfg.guardMaxFileBytes != 4096 || cfg.guardMaxEntries != 100 {
 		t.Fatalf("caps %d bytes, %d entries; want the environment's and the flag's", cfg.guardMaxFileBytes, cfg.guardMaxEntries)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, logs) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	}()
-	ready := regexp.MustCompile(`memgate ready" agent=\S+ admin=(\S+)`)
-	var admin string
-	for deadline := time.Now().Add(30 * time.Second); admin == ""; time.Sleep(10 * time.Millisecond) {
-		if m := ready.FindStringSubmatch(logs.String()); m != nil {
-			admin = "http://" + m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("not ready; logs:\n%s", logs.String())
-		}
-	}
+	_, admin, logs := serveInProcess(t, cfg)
 	get := func(path string) (int, string) {
 		t.Helper()
 		resp, err := http.Get(admin + path)

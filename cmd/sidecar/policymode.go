@@ -36,11 +36,7 @@ func policyModeCommand(cl *cliEnv) *ffcli.Command {
 			if err != nil {
 				return err
 			}
-			return c.show(cl.stdout, raw, func(w io.Writer) error {
-				var got proxy.PolicyModeRequest
-				if err := json.Unmarshal(raw, &got); err != nil {
-					return err
-				}
+			return showAs(c, cl.stdout, raw, func(w io.Writer, got proxy.PolicyModeRequest) error {
 				_, err := fmt.Fprintf(w, "policy mode: %s\n", got.Mode)
 				return err
 			})

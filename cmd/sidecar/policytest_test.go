@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/secrets"
@@ -20,11 +21,7 @@ import (
 // and the secret scanner, on a Badger store.
 func defaultGovernor(t *testing.T) *memory.Governor {
 	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	compiled, err := policy.Compile(context.Background(), policy.DefaultFiles())
 	if err != nil {
 		t.Fatal(err)

@@ -20,29 +20,6 @@ import (
 	"github.com/memgate/memgate/bench/sidecar"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// sidecarBinary builds cmd/sidecar once per test run.
-func sidecarBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "memgate-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath, buildErr = sidecar.Build(context.Background(), dir)
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
-
 // proc is one running sidecar process, started through bench/sidecar as
 // the benchmark and crash tools start it.
 type proc struct {
@@ -54,8 +31,15 @@ const testToken = "test-admin-token"
 
 func startSidecar(t *testing.T, dataDir string, extraEnv ...string) *proc {
 	t.Helper()
-	p, err := sidecar.Start(context.Background(), sidecar.Options{Binary: sidecarBinary(t), DataDir: dataDir,
-		Token: testToken, Env: extraEnv})
+	return startWith(t, sidecar.Options{DataDir: dataDir, Env: extraEnv})
+}
+
+// startWith starts the built sidecar with o, its Binary this package's
+// build and its Token testToken; it is killed when the test ends.
+func startWith(t *testing.T, o sidecar.Options) *proc {
+	t.Helper()
+	o.Binary, o.Token = sidecarBin.Path(t), testToken
+	p, err := sidecar.Start(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
 	"github.com/memgate/memgate/store"
@@ -15,11 +16,7 @@ import (
 // the pending writes the recorded inputs reference by id.
 func TestReplayPolicyResolvesPendingAcrossPages(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(t, store.Options{NoSync: true})
 	files := policy.DefaultFiles()
 	compiled, err := policy.Compile(ctx, files)
 	if err != nil {

@@ -8,20 +8,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/metrics"
-	"github.com/memgate/memgate/store"
 )
 
 // TestRetentionRoundRecordsMetrics: a round expires what is due and says
 // so in memgate_retention_*.
 func TestRetentionRoundRecordsMetrics(t *testing.T) {
 	ctx := context.Background()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := badgertest.New(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: eraseClassifier})
 	for _, exp := range []time.Duration{-time.Hour, -time.Minute, time.Hour} {
 		if _, err := gov.Submit(ctx, memory.Candidate{Layer: memory.LayerKnowledge, SubjectID: "s", Summary: "note " + exp.String(),

@@ -1,12 +1,16 @@
 // Package testkit holds the test doubles several of memgate's packages
 // use: a clock that moves only when told to (or a step at each reading),
-// classifiers that decide every write alike, and the decisions the tests'
-// own classifiers return. Tests only.
+// classifiers that decide every write alike, the decisions the tests' own
+// classifiers return, a log buffer goroutines may write while the test
+// reads it, and a raw HTTP request. Tests only.
 package testkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -152,4 +156,58 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent use: a log sink or a
+// child process's output that goroutines write while the test reads it.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write appends p.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what has been written so far.
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Send makes one request with http.DefaultClient: body ("" for none) and
+// header pairs ("Host" sets the request's Host). It returns the status, the
+// whole body and the header; a request that fails, or a body that cannot be
+// read, fails t.
+func Send(t testing.TB, method, url, body string, header ...string) (int, []byte, http.Header) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if strings.EqualFold(header[i], "Host") {
+			req.Host = header[i+1]
+			continue
+		}
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading the body: %v", method, url, err)
+	}
+	return resp.StatusCode, b, resp.Header
 }

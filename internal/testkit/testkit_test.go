@@ -2,7 +2,13 @@ package testkit
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +122,43 @@ func TestRules(t *testing.T) {
 		if err != nil || d.Action != c.want {
 			t.Errorf("%+v: %+v, %v; want %s", c.in, d, err, c.want)
 		}
+	}
+}
+
+func TestSyncBuffer(t *testing.T) {
+	var b SyncBuffer
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if n, err := b.Write([]byte("ab")); n != 2 || err != nil {
+					t.Errorf("Write: %d, %v", n, err)
+				}
+				_ = b.String()
+			}
+		}()
+	}
+	wg.Wait()
+	if s := b.String(); len(s) != 8*100*2 || strings.Count(s, "ab") != 800 {
+		t.Errorf("8 writers of 100 %q: %d bytes, %d of them", "ab", len(s), strings.Count(s, "ab"))
+	}
+}
+
+func TestSend(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("X-Echo", r.Header.Get("X-Test"))
+		w.WriteHeader(http.StatusTeapot)
+		fmt.Fprintf(w, "%s %s host=%s body=%s", r.Method, r.URL.Path, r.Host, b)
+	}))
+	defer srv.Close()
+	status, body, h := Send(t, "POST", srv.URL+"/p", "hello", "X-Test", "v", "host", "example.test")
+	if status != http.StatusTeapot || string(body) != "POST /p host=example.test body=hello" || h.Get("X-Echo") != "v" {
+		t.Errorf("Send: %d %q %v", status, body, h)
+	}
+	if _, body, _ := Send(t, "GET", srv.URL+"/q", ""); !strings.HasPrefix(string(body), "GET /q host=127.0.0.1:") || !strings.HasSuffix(string(body), "body=") {
+		t.Errorf("Send without a body or headers: %q", body)
 	}
 }

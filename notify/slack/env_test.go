@@ -1,7 +1,6 @@
 package slack_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -13,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -80,7 +78,7 @@ type env struct {
 	admin   *httptest.Server
 	stop    func()               // ends this run's outbox and Slack loops and waits for them
 	reg     *prometheus.Registry // this run's metrics (a restart starts a new one)
-	logs    *syncBuffer          // every run's log
+	logs    *testkit.SyncBuffer  // every run's log
 	clicks  atomic.Int64
 }
 
@@ -98,7 +96,7 @@ func newEnv(t *testing.T, tune func(*slacknotify.Config)) *env {
 
 func newEnvWith(t *testing.T, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), fake: newFakeSlack(t), backoff: o.backoff, logs: &syncBuffer{}}
+	e := &env{t: t, dir: t.TempDir(), fake: newFakeSlack(t), backoff: o.backoff, logs: &testkit.SyncBuffer{}}
 	if e.backoff == (notify.Backoff{}) {
 		e.backoff = notify.Backoff{Initial: 20 * time.Millisecond, Max: 200 * time.Millisecond}
 	}
@@ -114,24 +112,6 @@ func newEnvWith(t *testing.T, o envOptions) *env {
 	e.open()
 	t.Cleanup(e.close)
 	return e
-}
-
-// syncBuffer is a log sink the service's goroutines may write concurrently.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func (e *env) open() {

@@ -40,6 +40,14 @@ func (b *Binary) Path(t testing.TB) string {
 	return b.path
 }
 
+// Main is a TestMain that does nothing else: it runs the tests, removes
+// the build and exits with the tests' code.
+func (b *Binary) Main(m *testing.M) {
+	code := m.Run()
+	b.Remove()
+	os.Exit(code)
+}
+
 // Remove deletes the build, if any; call it from TestMain after m.Run.
 func (b *Binary) Remove() {
 	if b.dir != "" {
