@@ -254,10 +254,16 @@ func BenchmarkPolicyFloor(b *testing.B) {
 // decision apart: [placement, decision] per write (the floor policies
 // have no one query).
 func lowRiskCalls(t testing.TB) [][]benchCall {
+	return lowRiskCallsAs(t, compileDefault(t), func(r *evalRecorder) memory.Classifier { return placeThenDecide{r} })
+}
+
+// lowRiskCallsAs are the evaluations of c each low-risk corpus text
+// written as free text makes through a governor shown the recorder as as
+// makes it, a write's calls together.
+func lowRiskCallsAs(t testing.TB, c evaluator, as func(*evalRecorder) memory.Classifier) [][]benchCall {
 	t.Helper()
 	ctx := context.Background()
-	g, rec := recordingGovernorAs(t, store.Options{Dir: t.TempDir(), NoSync: true}, compileDefault(t),
-		func(r *evalRecorder) memory.Classifier { return placeThenDecide{r} })
+	g, rec := recordingGovernorAs(t, store.Options{Dir: t.TempDir(), NoSync: true}, c, as)
 	var writes [][]benchCall
 	for i, text := range lowRiskTexts(t) {
 		rec.calls = rec.calls[:0]
@@ -285,29 +291,13 @@ func lowRiskCalls(t testing.TB) [][]benchCall {
 func BenchmarkWriteQuery(b *testing.B) {
 	ctx := context.Background()
 	c := compileDefault(b)
-	collect := func(as func(*evalRecorder) memory.Classifier) [][]benchCall {
-		g, rec := recordingGovernorAs(b, store.Options{Dir: b.TempDir(), NoSync: true}, c, as)
-		var out [][]benchCall
-		for i, text := range lowRiskTexts(b) {
-			rec.calls = rec.calls[:0]
-			res, err := g.Submit(ctx, memory.Candidate{Summary: text, Scope: memory.Scope{UserID: fmt.Sprintf("u-%d", i)},
-				Actor: memory.Actor{AgentID: "bench", Dialect: "native"}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if res.Outcome == memory.OutcomeApplied {
-				out = append(out, slices.Clone(rec.calls))
-			}
-		}
-		return out
-	}
 	paths := []struct {
 		name  string
 		calls [][]benchCall
 		lat   []time.Duration
 	}{
-		{name: "one-query", calls: collect(func(r *evalRecorder) memory.Classifier { return r })},
-		{name: "place-then-decide", calls: collect(func(r *evalRecorder) memory.Classifier { return placeThenDecide{r} })},
+		{name: "one-query", calls: lowRiskCallsAs(b, c, func(r *evalRecorder) memory.Classifier { return r })},
+		{name: "place-then-decide", calls: lowRiskCallsAs(b, c, func(r *evalRecorder) memory.Classifier { return placeThenDecide{r} })},
 	}
 	i := 0
 	for b.Loop() {

@@ -9,11 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
-	"github.com/memgate/memgate/secrets"
-	"github.com/memgate/memgate/store"
 )
 
 // twoQueries is the default policy without its write document's query: a
@@ -61,23 +58,17 @@ func (q *countedQueries) PlaceAndClassify(ctx context.Context, in *memory.Policy
 // query alone, or the test would hold nothing.
 func TestOneQueryDecidesAsTwo(t *testing.T) {
 	ctx := context.Background()
-	cls := policy.New(policy.Options{})
-	if err := cls.Open(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cls.Close(ctx) })
-	sc, err := secrets.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	governor := func(c memory.Classifier) *memory.Governor {
-		st := badgertest.NewWith(t, store.Options{NoSync: true})
-		// A decision, not its latency, is compared: no evaluation may time
-		// out on a loaded machine under the race detector.
-		return memory.NewGovernor(memory.Options{Store: st, Classifier: c, Secrets: sc, PolicyTimeout: time.Minute})
-	}
-	one := &countedQueries{c: cls}
-	gOne, gTwo := governor(one), governor(twoQueries{cls})
+	// The governors the corpus tests run, each its own default policy: one
+	// asked in one query, counted, one asked placement and decision apart.
+	// A decision, not its latency, is compared: no evaluation may time out
+	// on a loaded machine under the race detector.
+	one := &countedQueries{}
+	gOne := corpusGovernor(t, func(o *memory.Options) {
+		one.c, o.Classifier, o.PolicyTimeout = o.Classifier.(*policy.Classifier), one, time.Minute
+	})
+	gTwo := corpusGovernor(t, func(o *memory.Options) {
+		o.Classifier, o.PolicyTimeout = twoQueries{o.Classifier.(*policy.Classifier)}, time.Minute
+	})
 
 	stride := 1
 	if raceEnabled {
