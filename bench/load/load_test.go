@@ -125,8 +125,11 @@ func TestRunMixOnEachDialect(t *testing.T) {
 			t.Log("\n" + out.String())
 			for _, k := range Kinds {
 				s := res.Kinds[k]
-				if s.OK == 0 || s.OK != s.Calls {
-					t.Errorf("%s: %d of %d calls succeeded: %v", k, s.OK, s.Calls, s.Failed)
+				// A write may be parked (the classifier parks a few
+				// lists of words, as it does a few ordinary texts), never
+				// fail; a tenth parked would be the gate broken.
+				if s.OK == 0 || s.OK+s.Parked != s.Calls || s.Parked*10 > s.Calls {
+					t.Errorf("%s: %d of %d calls succeeded, %d parked: %v", k, s.OK, s.Calls, s.Parked, s.Failed)
 				}
 				if s.P50 <= 0 || s.P50 > s.P99 || s.P99 > s.Max {
 					t.Errorf("%s: percentiles out of order: %+v", k, s)
@@ -189,6 +192,35 @@ func TestFailuresAreCountedNotTimed(t *testing.T) {
 	s := res.Kinds[KindWrite]
 	if s.Failed["HTTP 500"] == 0 || s.OK == 0 || s.Calls != s.OK+s.Failed["HTTP 500"] {
 		t.Fatalf("write stats %+v, want about half failed with HTTP 500", s)
+	}
+}
+
+// TestParkedWritesAreCountedApart: a write the target parks for review
+// (HTTP 202) is neither timed as a success nor counted as a failure.
+func TestParkedWritesAreCountedApart(t *testing.T) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1)%3 == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			w.Write([]byte(`{"id": "p", "status": "pending"}`))
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		w.Write([]byte(`{"id": "x"}`))
+	}))
+	defer srv.Close()
+	res, err := Run(context.Background(), Config{Target: srv.URL, Concurrency: 2, Duration: 200 * time.Millisecond, Subjects: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Kinds[KindWrite]
+	if s.Parked == 0 || s.OK == 0 || len(s.Failed) > 0 || s.Calls != s.OK+s.Parked {
+		t.Fatalf("write stats %+v, want about a third parked and none failed", s)
+	}
+	var out strings.Builder
+	res.Print(&out, "memgate")
+	if !strings.Contains(out.String(), fmt.Sprintf("parked for review (not in ok, nor in fail): %d", s.Parked)) {
+		t.Errorf("the report does not say how many were parked:\n%s", out.String())
 	}
 }
 

@@ -22,7 +22,7 @@ func (r *Result) Print(w io.Writer, label string) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %-9s %8s %8s %6s %9s %9s %9s %9s %9s %9s\n", "kind", "calls", "ok", "fail", "ok/s", "p50", "p90", "p99", "p99.9", "max")
 	row := func(name string, s Stats) {
-		fmt.Fprintf(w, "  %-9s %8d %8d %6d %9.1f %9s %9s %9s %9s %9s\n", name, s.Calls, s.OK, s.Calls-s.OK, s.Throughput,
+		fmt.Fprintf(w, "  %-9s %8d %8d %6d %9.1f %9s %9s %9s %9s %9s\n", name, s.Calls, s.OK, s.Calls-s.OK-s.Parked, s.Throughput,
 			ms(s.P50), ms(s.P90), ms(s.P99), ms(s.P999), ms(s.Max))
 	}
 	for _, k := range Kinds {
@@ -32,6 +32,9 @@ func (r *Result) Print(w io.Writer, label string) {
 	}
 	if len(r.Kinds) > 1 {
 		row("all", r.All)
+	}
+	if r.All.Parked > 0 {
+		fmt.Fprintf(w, "  parked for review (not in ok, nor in fail): %d\n", r.All.Parked)
 	}
 	if len(r.All.Failed) > 0 {
 		reasons := make([]string, 0, len(r.All.Failed))

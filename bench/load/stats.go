@@ -8,8 +8,14 @@ import (
 
 // Stats summarizes the calls of one kind.
 type Stats struct {
-	Calls  int            `json:"calls"`
-	OK     int            `json:"ok"`
+	Calls int `json:"calls"`
+	OK    int `json:"ok"`
+	// Parked writes were answered as a gate should answer a write it
+	// holds for review (HTTP 202, or Mem0's PENDING): neither a success
+	// the latency figures measure nor a failure. The load's texts are
+	// lists of words; the policy's classifier parks a few of them, as it
+	// parks a few of any ordinary text.
+	Parked int            `json:"parked,omitempty"`
 	Failed map[string]int `json:"failed,omitempty"` // by reason: "HTTP 500", "transport", "unexpected answer"
 	// Throughput is successful calls per second of the measured window.
 	Throughput float64       `json:"throughput"`
@@ -24,10 +30,18 @@ type Stats struct {
 // samples collects the latencies of one kind.
 type samples struct {
 	lat    []time.Duration // successful calls only
+	parked int
 	failed map[string]int
 }
 
+// parked is send's failure for a write the target parked for review.
+const parked = "parked"
+
 func (s *samples) add(d time.Duration, failure string) {
+	if failure == parked {
+		s.parked++
+		return
+	}
 	if failure != "" {
 		if s.failed == nil {
 			s.failed = map[string]int{}
@@ -40,6 +54,7 @@ func (s *samples) add(d time.Duration, failure string) {
 
 func (s *samples) merge(o *samples) {
 	s.lat = append(s.lat, o.lat...)
+	s.parked += o.parked
 	for k, v := range o.failed {
 		if s.failed == nil {
 			s.failed = map[string]int{}
@@ -49,8 +64,8 @@ func (s *samples) merge(o *samples) {
 }
 
 func (s *samples) stats(window time.Duration) Stats {
-	st := Stats{OK: len(s.lat), Failed: s.failed}
-	st.Calls = st.OK
+	st := Stats{OK: len(s.lat), Parked: s.parked, Failed: s.failed}
+	st.Calls = st.OK + st.Parked
 	for _, n := range s.failed {
 		st.Calls += n
 	}

@@ -150,6 +150,9 @@ func (w *workload) send(ctx context.Context, r request) (int, string) {
 	if err != nil {
 		return 0, "transport"
 	}
+	if resp.StatusCode == http.StatusAccepted && r.kind == KindWrite && r.want == http.StatusCreated {
+		return len(data), parked
+	}
 	if resp.StatusCode != r.want {
 		return len(data), fmt.Sprintf("HTTP %d", resp.StatusCode)
 	}
@@ -165,6 +168,9 @@ func (w *workload) send(ctx context.Context, r request) (int, string) {
 	}
 	if err := json.Unmarshal(data, &ans); err != nil {
 		return len(data), "unexpected answer"
+	}
+	if r.kind == KindWrite && r.status == "SUCCEEDED" && ans.Status == "PENDING" {
+		return len(data), parked
 	}
 	if r.status != "" && ans.Status != r.status {
 		return len(data), "unexpected answer"
@@ -197,10 +203,10 @@ func (w *workload) setup(ctx context.Context) (int, error) {
 		switch failure {
 		case "":
 			size = n
-		case "HTTP 202":
-			// Parked: policy judged this list of random words worth a
-			// review (rare, and the classifier's to fix, not the load's).
-			// The subject still has its slot; the run goes on.
+		case parked:
+			// Policy judged this list of random words worth a review
+			// (rare, and the classifier's to fix, not the load's). The
+			// subject still has its slot; the run goes on.
 		default:
 			return 0, fmt.Errorf("setup write to %s: %s", w.cfg.Target, failure)
 		}

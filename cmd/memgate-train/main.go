@@ -51,7 +51,8 @@ func run(ctx context.Context, args []string) error {
 	out := fl.String("out", "", "where to write the model (default: <policy-dir>/classifier.model)")
 	dims := fl.Uint("dims", 1<<17, "hash buckets (a power of two)")
 	epochs := fl.Int("epochs", 24, "passes over the examples")
-	seed := fl.Uint64("seed", 1, "the order of the examples in each pass")
+	seed := fl.Uint64("seed", 1, "the order of the examples in each pass (of the first model averaged)")
+	average := fl.Int("average", 10, "train this many models, with seeds seed, seed+1, …, and average their weights (steadier than one: policy/README.md)")
 	rate := fl.Float64("rate", 0.2, "AdaGrad's learning rate")
 	l2 := fl.Float64("l2", 1e-6, "weight decay per update")
 	norm := fl.String("norm", "sum", "how a text's sum of token weights is normalized by its number of tokens n: mean (divided by n), sqrt (by √n) or sum (not at all)")
@@ -84,7 +85,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	weighCuratedLow(examples, train, float32(*curatedLow))
-	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Dims: uint32(*dims), Epochs: *epochs, Seed: *seed, Rate: *rate, L2: *l2, Norm: normalization}
+	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Dims: uint32(*dims), Epochs: *epochs, Seed: *seed, Average: *average, Rate: *rate, L2: *l2, Norm: normalization}
 	m, err := textclass.Train(train, opts)
 	if err != nil {
 		return err

@@ -18,6 +18,9 @@ import (
 // the features or the training that is not followed by a retraining
 // fails here.
 func TestTheShippedModelIsTrainedFromTheCorpus(t *testing.T) {
+	if raceEnabled {
+		t.Skip("ten fits take minutes under the race detector: scripts/test.sh runs this test without it")
+	}
 	out := filepath.Join(t.TempDir(), "classifier.model")
 	root := filepath.Join("..", "..")
 	err := run(context.Background(), []string{"-corpus", filepath.Join(root, "policy", "corpus"),
