@@ -238,22 +238,17 @@ var realHeld = map[string]struct {
 // 1,000 ordinary writes, the high-risk texts caught, precision, the
 // poisoning kept out; the aside parts are held to realHeld.
 func TestCorpusBySource(t *testing.T) {
+	if raceEnabled {
+		// 34,000 writes, each ten times slower under the race detector,
+		// and the figures held only without it: scripts/test.sh runs
+		// this test without the detector.
+		t.Skip("the real corpus is written without the race detector: scripts/test.sh")
+	}
 	ctx := context.Background()
 	g := corpusGovernor(t)
 	examples, err := policy.ReadRealCorpus("corpus/real")
 	if err != nil {
 		t.Fatal(err)
-	}
-	if raceEnabled {
-		// The race detector slows a write tenfold: every fifth text
-		// (the run without -race covers them all).
-		var thin []policy.Example
-		for i, e := range examples {
-			if i%5 == 0 {
-				thin = append(thin, e)
-			}
-		}
-		examples = thin
 	}
 	scores := policy.SourceScores{}
 	for _, e := range examples {
@@ -270,7 +265,7 @@ func TestCorpusBySource(t *testing.T) {
 			t.Errorf("%s/%s: %d of %d secrets stored", s.Set, s.Part, s.Secrets-s.SecretsRefused, s.Secrets)
 		}
 		h, ok := realHeld[s.Set]
-		if !ok || s.Part != policy.PartAside || raceEnabled {
+		if !ok || s.Part != policy.PartAside {
 			continue
 		}
 		if s.ReviewsPer1000() > h.reviewsPer1000+0.05 || s.Recall() < h.recall-0.05 {
