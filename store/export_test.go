@@ -15,15 +15,11 @@ import (
 // packages keep beside the layout (embeddings, the Mem0 event log).
 func TestExportScans(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(t)
 	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	statuses := []memory.Status{memory.StatusActive, memory.StatusPending, memory.StatusSuperseded,
 		memory.StatusRejected, memory.StatusRolledBack, memory.StatusDeleted}
-	err = s.Update(ctx, func(tx memory.Tx) error {
+	err := s.Update(ctx, func(tx memory.Tx) error {
 		for i, st := range slices.Backward(statuses) { // written newest id first
 			id := "r" + string(rune('a'+i))
 			r := &memory.Record{ID: id, SlotID: "slot-1", SubjectID: "p", Layer: memory.LayerState, Summary: string(st),
