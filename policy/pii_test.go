@@ -20,20 +20,7 @@ func piiGovernor(t *testing.T, action string) (*memory.Governor, *store.Store) {
 	t.Helper()
 	files := DefaultFiles()
 	if action != "" {
-		var data map[string]map[string]any
-		if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
-			t.Fatal(err)
-		}
-		rule, ok := data[ConfigRoot]["rules"].(map[string]any)[memory.RulePIIDetected].(map[string]any)
-		if !ok {
-			t.Fatal("the default data has no pii_detected entry")
-		}
-		rule["action"] = action
-		raw, err := json.Marshal(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files["data.json"] = string(raw)
+		files = withRule(t, memory.RulePIIDetected, "action", action)
 	}
 	// Compile runs the policy's Rego tests: the operator's copy must pass them.
 	c, err := Compile(context.Background(), files)
