@@ -462,9 +462,7 @@ func TestFileDeletedWhileDownKeepsItsRules(t *testing.T) {
 	e.write("AGENTS.md", "# AGENTS.md\n\n- Never force-push to main.\n")
 	e.startGuard()
 	e.stop()
-	if err := os.Remove(e.path("AGENTS.md")); err != nil {
-		t.Fatal(err)
-	}
+	e.remove("AGENTS.md")
 	e.restart()
 	items := e.waitPending(1)
 	if items[0].Record.Op != memory.OpDelete {
