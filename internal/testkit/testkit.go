@@ -2,7 +2,8 @@
 // use: a clock that moves only when told to (or a step at each reading),
 // classifiers that decide every write alike, the decisions the tests' own
 // classifiers return, a log buffer goroutines may write while the test
-// reads it, and a raw HTTP request. Tests only.
+// reads it, a raw HTTP request, and the metric names a registry exports.
+// Tests only.
 package testkit
 
 import (
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -143,6 +146,21 @@ func AsJSON(t testing.TB, v any) any {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// MetricNames gathers g and returns the names of its metric families, in
+// Gather's order (sorted).
+func MetricNames(t testing.TB, g prometheus.Gatherer) []string {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	return names
 }
 
 // Eventually waits (at most 10s, looking every 5ms) until cond holds, and
