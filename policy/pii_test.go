@@ -42,6 +42,19 @@ func cardWrite() memory.Candidate {
 		Actor: memory.Actor{AgentID: "openclaw", UserID: "u-1", Dialect: "mem0"}}
 }
 
+// submitCard submits cardWrite and checks its outcome.
+func submitCard(t *testing.T, gov *memory.Governor, want memory.Outcome) *memory.SubmitResult {
+	t.Helper()
+	res, err := gov.Submit(context.Background(), cardWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != want {
+		t.Fatalf("outcome %s, want %s (%+v)", res.Outcome, want, res.Record.Decision)
+	}
+	return res
+}
+
 // cardForms are how the card number could be kept.
 var cardForms = []string{"4242 4242 4242 4242", "4242424242424242"}
 
@@ -62,13 +75,7 @@ func keeps(t *testing.T, v any) bool {
 func TestPIIInMetadataIsRefusedAndRedacted(t *testing.T) {
 	ctx := context.Background()
 	gov, st := piiGovernor(t, "")
-	res, err := gov.Submit(ctx, cardWrite())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Outcome != memory.OutcomeRefused {
-		t.Fatalf("outcome %s, want refused (%+v)", res.Outcome, res.Record.Decision)
-	}
+	res := submitCard(t, gov, memory.OutcomeRefused)
 	d := res.Record.Decision
 	rules := make([]string, len(d.Reasons))
 	for i, r := range d.Reasons {
@@ -125,13 +132,7 @@ func TestPIIInMetadataIsRefusedAndRedacted(t *testing.T) {
 func TestPIIRetunedToReviewParks(t *testing.T) {
 	ctx := context.Background()
 	gov, _ := piiGovernor(t, "review")
-	res, err := gov.Submit(ctx, cardWrite())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Outcome != memory.OutcomeParked {
-		t.Fatalf("outcome %s, want parked (%+v)", res.Outcome, res.Record.Decision)
-	}
+	res := submitCard(t, gov, memory.OutcomeParked)
 	item, err := gov.Review(ctx, res.Record.ID)
 	if err != nil {
 		t.Fatal(err)
