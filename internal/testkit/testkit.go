@@ -176,6 +176,20 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// Stall holds a fake server's answer to r for d, as a slow model or API
+// would; it reports false when the client gave up first.
+func Stall(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
 // SyncBuffer is a bytes.Buffer safe for concurrent use: a log sink or a
 // child process's output that goroutines write while the test reads it.
 type SyncBuffer struct {

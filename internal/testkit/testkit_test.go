@@ -85,6 +85,18 @@ func TestMetricNames(t *testing.T) {
 	}
 }
 
+func TestStall(t *testing.T) {
+	r := httptest.NewRequest("GET", "/", nil)
+	if start := time.Now(); !Stall(r, 20*time.Millisecond) || time.Since(start) < 20*time.Millisecond {
+		t.Error("Stall did not hold the answer")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Stall(r.WithContext(ctx), time.Hour) {
+		t.Error("Stall held the answer for a client that left")
+	}
+}
+
 func TestEventually(t *testing.T) {
 	n := 0
 	Eventually(t, "the third look", func() bool { n++; return n == 3 })
