@@ -45,23 +45,17 @@ func LoadKey(path string) (*Key, error) {
 		switch block.Type {
 		case "PRIVATE KEY":
 			k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+			priv, err := asEd25519[ed25519.PrivateKey](path, k, err)
 			if err != nil {
-				return nil, fmt.Errorf("audit key %s: %w", path, err)
-			}
-			priv, ok := k.(ed25519.PrivateKey)
-			if !ok {
-				return nil, fmt.Errorf("audit key %s: a %T, not an Ed25519 key", path, k)
+				return nil, err
 			}
 			pub := priv.Public().(ed25519.PublicKey)
 			return &Key{alg: AlgEd25519, priv: priv, pub: pub, id: keyID(pub)}, nil
 		case "PUBLIC KEY":
 			k, err := x509.ParsePKIXPublicKey(block.Bytes)
+			pub, err := asEd25519[ed25519.PublicKey](path, k, err)
 			if err != nil {
-				return nil, fmt.Errorf("audit key %s: %w", path, err)
-			}
-			pub, ok := k.(ed25519.PublicKey)
-			if !ok {
-				return nil, fmt.Errorf("audit key %s: a %T, not an Ed25519 key", path, k)
+				return nil, err
 			}
 			return &Key{alg: AlgEd25519, pub: pub, id: keyID(pub)}, nil
 		}
@@ -72,6 +66,19 @@ func LoadKey(path string) (*Key, error) {
 		return nil, fmt.Errorf("audit key %s: an HMAC key needs at least %d bytes, the file holds %d", path, minHMACKey, len(secret))
 	}
 	return &Key{alg: AlgHMAC, hmac: secret, id: keyID(append([]byte("memgate audit hmac key\n"), secret...))}, nil
+}
+
+// asEd25519 is the key parsed from a PEM block of the key file at path as
+// an Ed25519 key of type T, or why it is not one.
+func asEd25519[T ed25519.PrivateKey | ed25519.PublicKey](path string, k any, err error) (T, error) {
+	if err != nil {
+		return nil, fmt.Errorf("audit key %s: %w", path, err)
+	}
+	key, ok := k.(T)
+	if !ok {
+		return nil, fmt.Errorf("audit key %s: a %T, not an Ed25519 key", path, k)
+	}
+	return key, nil
 }
 
 // NewHMACKey returns an HMAC-SHA256 key (tests, and keys kept elsewhere).

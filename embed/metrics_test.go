@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/embed"
+	"github.com/memgate/memgate/internal/testkit"
 )
 
 // The semantic half of search's hybrid: search declares this interface
@@ -22,14 +23,7 @@ func TestMetricsNames(t *testing.T) {
 	if _, err := embed.NewMetrics(reg); err != nil {
 		t.Fatal(err)
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, mf := range mfs {
-		names = append(names, mf.GetName())
-	}
+	names := testkit.MetricNames(t, reg)
 	want := []string{"memgate_embed_queue_depth", "memgate_embed_reconciles_total", "memgate_embed_request_seconds",
 		"memgate_embed_requests_total", "memgate_embed_vectors"}
 	if !slices.Equal(names, want) {

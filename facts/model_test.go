@@ -12,6 +12,7 @@ import (
 
 	"github.com/memgate/memgate/facts"
 	"github.com/memgate/memgate/internal/badgertest"
+	"github.com/memgate/memgate/internal/testkit"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/relate"
 	"github.com/memgate/memgate/search"
@@ -49,12 +50,8 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error": "bad request"}`, http.StatusBadRequest)
 		return
 	}
-	if s.delay > 0 {
-		select {
-		case <-time.After(s.delay):
-		case <-r.Context().Done():
-			return
-		}
+	if !testkit.Stall(r, s.delay) {
+		return
 	}
 	if s.status != 0 {
 		http.Error(w, `{"error": "overloaded"}`, s.status)

@@ -140,16 +140,9 @@ func TestFileNamesWithControlCharactersAreJudged(t *testing.T) {
 
 func TestOneParkedItemPerChangeNeverReparkedAfterADecision(t *testing.T) {
 	e := guarding(t, memoryMD)
-	e.write("MEMORY.md", memoryMD+rule+"\n- Alice likes \x00 tea.\n")
-	e.waitFile("MEMORY.md", memoryMD)
-	it := e.waitPending(1)[0]
-	if _, err := e.gov.Reject(e.ctx, it.Record.ID, memory.Review{By: "reviewer", Note: "no"}); err != nil {
-		t.Fatal(err)
-	}
 	// The guard's own looks after the decision (its polls, and every file
 	// judged again at a restart) park nothing.
-	e.waitPending(0)
-	e.stays("MEMORY.md", memoryMD)
+	it := e.rejectChange(memoryMD + rule + "\n- Alice likes \x00 tea.\n")
 	e.restart()
 	e.stays("MEMORY.md", memoryMD)
 	if n := len(e.pending()); n != 0 {

@@ -618,12 +618,26 @@ func acquireLease(f *os.File, d time.Duration) bool {
 	if !useLeases {
 		return false
 	}
+	var ok bool
+	retryFor(d, func() bool {
+		var busy bool
+		ok, busy = takeLease(f)
+		return ok || !busy
+	})
+	return ok
+}
+
+// retryFor calls try, with pauses growing from 50µs to 1ms, until it
+// reports done or d has passed; it reports whether try was done.
+func retryFor(d time.Duration, try func() bool) bool {
 	deadline := time.Now().Add(d)
 	pause := 50 * time.Microsecond
 	for {
-		ok, busy := takeLease(f)
-		if ok || !busy || time.Now().After(deadline) {
-			return ok
+		if try() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, time.Millisecond)
@@ -662,17 +676,8 @@ func waitHeld(f *os.File, d time.Duration) bool {
 	if !useLeases {
 		return false
 	}
-	deadline := time.Now().Add(d)
-	pause := 50 * time.Microsecond
-	for {
+	return !retryFor(d, func() bool {
 		held, known := heldElsewhere(f)
-		if !known || !held {
-			return false
-		}
-		if time.Now().After(deadline) {
-			return true
-		}
-		time.Sleep(pause)
-		pause = min(2*pause, time.Millisecond)
-	}
+		return !known || !held
+	})
 }

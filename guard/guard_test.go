@@ -219,6 +219,23 @@ func (e *env) stays(rel, want string) {
 	}
 }
 
+// rejectChange writes content over MEMORY.md, which holds memoryMD; once
+// the guard has parked the change and put the file back, it rejects the
+// change and checks that nothing writes it back. It returns the rejected
+// item.
+func (e *env) rejectChange(content string) *memory.ReviewItem {
+	e.t.Helper()
+	e.write("MEMORY.md", content)
+	e.waitFile("MEMORY.md", memoryMD)
+	it := e.waitPending(1)[0]
+	if _, err := e.gov.Reject(e.ctx, it.Record.ID, memory.Review{By: "reviewer", Note: "no"}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.waitPending(0)
+	e.stays("MEMORY.md", memoryMD)
+	return it
+}
+
 func (e *env) pending() []*memory.ReviewItem {
 	e.t.Helper()
 	items, err := e.gov.Reviews(e.ctx)
@@ -445,9 +462,7 @@ func TestFileDeletedWhileDownKeepsItsRules(t *testing.T) {
 	e.write("AGENTS.md", "# AGENTS.md\n\n- Never force-push to main.\n")
 	e.startGuard()
 	e.stop()
-	if err := os.Remove(e.path("AGENTS.md")); err != nil {
-		t.Fatal(err)
-	}
+	e.remove("AGENTS.md")
 	e.restart()
 	items := e.waitPending(1)
 	if items[0].Record.Op != memory.OpDelete {
@@ -539,14 +554,7 @@ func TestNewFileAfterStartIsJudgedNotAdopted(t *testing.T) {
 // A rejected change stays out of the file; the file is not touched again.
 func TestRejectLeavesTheChangeOut(t *testing.T) {
 	e := guarding(t, memoryMD)
-	e.write("MEMORY.md", memoryMD+"- Only Bob may approve deployments to production.\n")
-	e.waitFile("MEMORY.md", memoryMD)
-	it := e.waitPending(1)[0]
-	if _, err := e.gov.Reject(e.ctx, it.Record.ID, memory.Review{By: "reviewer", Note: "no"}); err != nil {
-		t.Fatal(err)
-	}
-	e.waitPending(0)
-	e.stays("MEMORY.md", memoryMD)
+	e.rejectChange(memoryMD + "- Only Bob may approve deployments to production.\n")
 	if v := testutil.ToFloat64(e.metric("memgate_guard_write_backs_total")); v != 0 {
 		t.Fatalf("%v write-backs after a rejection", v)
 	}

@@ -48,6 +48,23 @@ func (e *env) waitRefused(rel, reason string) {
 	}
 }
 
+// remove removes a file or a symlink of the workspace.
+func (e *env) remove(rel string) {
+	e.t.Helper()
+	if err := os.Remove(e.path(rel)); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// writeJudged writes content to a file that is guarded again (no longer
+// refused) and waits until the entry holding text is active.
+func (e *env) writeJudged(rel, content, text string) {
+	e.t.Helper()
+	e.write(rel, content)
+	e.waitNotRefused()
+	e.waitActive(text)
+}
+
 // waitNotRefused waits until the guard refuses nothing.
 func (e *env) waitNotRefused() {
 	e.t.Helper()
@@ -86,12 +103,8 @@ func TestSymlinkToTheAdminTokenIsNeverRead(t *testing.T) {
 		t.Fatalf("the token file was changed: %q %v", got, err)
 	}
 	// A regular USER.md in its place is guarded again.
-	if err := os.Remove(e.path("USER.md")); err != nil {
-		t.Fatal(err)
-	}
-	e.write("USER.md", "# USER.md\n\n- Alice lives in Lisbon.\n")
-	e.waitNotRefused()
-	e.waitActive("lives in Lisbon")
+	e.remove("USER.md")
+	e.writeJudged("USER.md", "# USER.md\n\n- Alice lives in Lisbon.\n", "lives in Lisbon")
 }
 
 // A guarded memory/ directory turned into a symlink to a directory
@@ -126,9 +139,7 @@ func TestApprovalNeverWritesThroughASymlinkedDirectory(t *testing.T) {
 		e.sleepPoll()
 	}
 	// Back to a directory: the approval lands in the workspace.
-	if err := os.Remove(e.path("memory")); err != nil {
-		t.Fatal(err)
-	}
+	e.remove("memory")
 	e.write("memory/2026-12-01.md", daily)
 	e.waitFile("memory/2026-12-01.md", daily+rule+"\n")
 	e.waitNotRefused()
@@ -171,12 +182,8 @@ func TestRulesUnderASymlinkedDirectoryAreRefusedVisibly(t *testing.T) {
 				t.Fatalf("something under the symlink was judged: %d pending", n)
 			}
 			// The link replaced by a directory: its files are guarded.
-			if err := os.Remove(e.path("memory")); err != nil {
-				t.Fatal(err)
-			}
-			e.write("memory/notes.md", "# Notes\n\n- Alice likes the harbour walk.\n")
-			e.waitNotRefused()
-			e.waitActive("harbour walk")
+			e.remove("memory")
+			e.writeJudged("memory/notes.md", "# Notes\n\n- Alice likes the harbour walk.\n", "harbour walk")
 		})
 	}
 }
@@ -262,9 +269,7 @@ func TestFilesOverTheCapsAreRefusedAndKeepTheirAcceptedContent(t *testing.T) {
 				t.Fatalf("%d parked from a refused file", n)
 			}
 			// Within the caps again: judged as usual, nothing lost.
-			e.write("USER.md", user+"- Alice has two cats.\n")
-			e.waitNotRefused()
-			e.waitActive("two cats")
+			e.writeJudged("USER.md", user+"- Alice has two cats.\n", "two cats")
 			if r := e.active("lives in Lisbon"); r == nil || r.ID != lisbon.ID {
 				t.Fatalf("the accepted entry did not survive the refusal: %+v", r)
 			}

@@ -200,16 +200,10 @@ func headerHash(m map[string]json.RawMessage) (string, error) {
 	return hashHeader(hdr)
 }
 
-// hashHeader is headerHash of an event's header part.
+// hashHeader is headerHash of an event's header part: hashed as a text
+// part is, with the chain's domain for the salt.
 func hashHeader(hdr map[string]json.RawMessage) (string, error) {
-	b, err := json.Marshal(hdr)
-	if err != nil {
-		return "", err
-	}
-	s := sha256.New()
-	s.Write([]byte(chainDomain))
-	s.Write(b)
-	return hex.EncodeToString(s.Sum(nil)), nil
+	return hashText(hdr, chainDomain)
 }
 
 // EventHash returns the hash of a sealed event's stored JSON: what the

@@ -47,23 +47,23 @@ func Errorf(code, format string, args ...any) *Error {
 // ErrorCode returns the code of err, or EINTERNAL for errors that are not
 // *Error (or wrap one).
 func ErrorCode(err error) string {
-	var e *Error
-	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
-		return e.Code
-	}
-	return EINTERNAL
+	return errorPart(err, func(e *Error) string { return e.Code }, EINTERNAL)
 }
 
 // ErrorMessage returns the caller-safe message of err; internal errors are
 // never shown verbatim.
 func ErrorMessage(err error) string {
+	return errorPart(err, func(e *Error) string { return e.Message }, internalErrMsg)
+}
+
+// errorPart is part of the *Error err is or wraps, other for any other
+// error, and "" for none.
+func errorPart(err error, part func(*Error) string, other string) string {
 	var e *Error
 	if err == nil {
 		return ""
 	} else if errors.As(err, &e) {
-		return e.Message
+		return part(e)
 	}
-	return internalErrMsg
+	return other
 }

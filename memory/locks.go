@@ -68,6 +68,15 @@ func (g *Governor) update(ctx context.Context, unlock func(), fn func(Tx) error)
 	return sync()
 }
 
+// lockSlotOf locks the slot record id is in, for a change to that record.
+func (g *Governor) lockSlotOf(ctx context.Context, id string) (unlock func(), err error) {
+	slotID, err := g.slotOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return g.lock(slotID), nil
+}
+
 // slotOf finds the slot a record is in, for locking before the transaction.
 func (g *Governor) slotOf(ctx context.Context, id string) (string, error) {
 	if err := CheckLookupID("id", id); err != nil {

@@ -130,11 +130,10 @@ func (g *Governor) RetentionPass(ctx context.Context, rules Retention, most int)
 // expire makes an active record past its expiry a deletion, the slot's
 // head with nothing active, and records it as expired.
 func (g *Governor) expire(ctx context.Context, id string, now time.Time) (bool, error) {
-	slotID, err := g.slotOf(ctx, id)
+	unlock, err := g.lockSlotOf(ctx, id)
 	if err != nil {
 		return false, err
 	}
-	unlock := g.lock(slotID)
 	done := false
 	err = g.update(ctx, unlock, func(tx Tx) error {
 		done = false

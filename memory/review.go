@@ -51,11 +51,10 @@ func (g *Governor) decide(ctx context.Context, id string, rv Review, approve boo
 	if err := checkNotes("note", rv.Note, rv.By); err != nil {
 		return nil, err
 	}
-	slotID, err := g.slotOf(ctx, id)
+	unlock, err := g.lockSlotOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	unlock := g.lock(slotID)
 	now := g.now()
 	var out *Record
 	var staleErr error

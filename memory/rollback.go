@@ -21,11 +21,10 @@ func (g *Governor) Rollback(ctx context.Context, id string, cascade bool, reason
 	if err := checkNotes("reason", reason, by); err != nil {
 		return nil, err
 	}
-	slotID, err := g.slotOf(ctx, id)
+	unlock, err := g.lockSlotOf(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	unlock := g.lock(slotID)
 	now := g.now()
 	var res *RollbackResult
 	err = g.update(ctx, unlock, func(tx Tx) error {

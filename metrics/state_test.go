@@ -166,14 +166,7 @@ func TestOnlyConfiguredSourcesAreExported(t *testing.T) {
 	e := newEnv(t, nil)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewStateCollector(metrics.Sources{Queue: e.gov}))
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, mf := range mfs {
-		names = append(names, mf.GetName())
-	}
+	names := testkit.MetricNames(t, reg)
 	if strings.Join(names, ",") != "memgate_review_queue_depth,memgate_review_queue_oldest_age_seconds" {
 		t.Fatalf("exported %v, want only the review queue", names)
 	}

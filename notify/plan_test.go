@@ -16,6 +16,12 @@ func TestPlan(t *testing.T) {
 	n := func(id string, kind memory.NoticeKind, rec string, at, next time.Time) *memory.Notice {
 		return &memory.Notice{ID: id, Kind: kind, RecordID: rec, At: at, NextAttempt: next}
 	}
+	// due is a notice due now: no next attempt set.
+	due := func(id string, kind memory.NoticeKind, rec string, at time.Time) *memory.Notice {
+		return n(id, kind, rec, at, time.Time{})
+	}
+	parked, decided, rollback := memory.NoticeParked, memory.NoticeDecided, memory.NoticeRollback
+	type notices = []*memory.Notice
 	tests := []struct {
 		name   string
 		outbox []*memory.Notice
@@ -24,46 +30,20 @@ func TestPlan(t *testing.T) {
 		held   string // ids this outbox claimed, by ","; empty: it holds all
 	}{
 		{"empty", nil, 10, "", ""},
-		{"due in order", []*memory.Notice{
-			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
-			n("2", memory.NoticeParked, "b", tx1, now),
-		}, 10, "1|2", ""},
-		{"not yet due", []*memory.Notice{n("1", memory.NoticeParked, "a", tx1, later)}, 10, "", ""},
-		{"a record's later notice waits for its older one", []*memory.Notice{
-			n("1", memory.NoticeParked, "a", tx1, later),
-			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
-			n("3", memory.NoticeParked, "b", tx2, time.Time{}),
-		}, 10, "3", ""},
-		{"one notice per record per pass", []*memory.Notice{
-			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
-			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
-		}, 10, "1", ""},
-		{"rollbacks of one transaction together", []*memory.Notice{
-			n("1", memory.NoticeRollback, "a", tx1, time.Time{}),
-			n("2", memory.NoticeRollback, "b", tx1, time.Time{}),
-			n("3", memory.NoticeRollback, "c", tx2, time.Time{}),
-			n("4", memory.NoticeQuarantine, "", tx2, time.Time{}),
-		}, 10, "1,2|3|4", ""},
-		{"limit", []*memory.Notice{
-			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
-			n("2", memory.NoticeParked, "b", tx1, time.Time{}),
-			n("3", memory.NoticeParked, "c", tx1, time.Time{}),
-		}, 2, "1|2", ""},
-		{"only what this outbox holds", []*memory.Notice{
-			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
-			n("2", memory.NoticeParked, "b", tx1, time.Time{}),
-			n("3", memory.NoticeParked, "c", tx2, time.Time{}),
-		}, 10, "2|3", "2,3"},
-		{"a held notice waits for its record's older one held elsewhere", []*memory.Notice{
-			n("1", memory.NoticeParked, "a", tx1, time.Time{}),
-			n("2", memory.NoticeDecided, "a", tx2, time.Time{}),
-			n("3", memory.NoticeParked, "b", tx2, time.Time{}),
-		}, 10, "3", "2,3"},
-		{"held but not due", []*memory.Notice{n("1", memory.NoticeParked, "a", tx1, later)}, 10, "", "1"},
-		{"a rollback batch: only the held part", []*memory.Notice{
-			n("1", memory.NoticeRollback, "a", tx1, time.Time{}),
-			n("2", memory.NoticeRollback, "b", tx1, time.Time{}),
-		}, 10, "2", "2"},
+		{"due in order", notices{due("1", parked, "a", tx1), n("2", parked, "b", tx1, now)}, 10, "1|2", ""},
+		{"not yet due", notices{n("1", parked, "a", tx1, later)}, 10, "", ""},
+		{"a record's later notice waits for its older one",
+			notices{n("1", parked, "a", tx1, later), due("2", decided, "a", tx2), due("3", parked, "b", tx2)}, 10, "3", ""},
+		{"one notice per record per pass", notices{due("1", parked, "a", tx1), due("2", decided, "a", tx2)}, 10, "1", ""},
+		{"rollbacks of one transaction together", notices{due("1", rollback, "a", tx1), due("2", rollback, "b", tx1),
+			due("3", rollback, "c", tx2), due("4", memory.NoticeQuarantine, "", tx2)}, 10, "1,2|3|4", ""},
+		{"limit", notices{due("1", parked, "a", tx1), due("2", parked, "b", tx1), due("3", parked, "c", tx1)}, 2, "1|2", ""},
+		{"only what this outbox holds",
+			notices{due("1", parked, "a", tx1), due("2", parked, "b", tx1), due("3", parked, "c", tx2)}, 10, "2|3", "2,3"},
+		{"a held notice waits for its record's older one held elsewhere",
+			notices{due("1", parked, "a", tx1), due("2", decided, "a", tx2), due("3", parked, "b", tx2)}, 10, "3", "2,3"},
+		{"held but not due", notices{n("1", parked, "a", tx1, later)}, 10, "", "1"},
+		{"a rollback batch: only the held part", notices{due("1", rollback, "a", tx1), due("2", rollback, "b", tx1)}, 10, "2", "2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

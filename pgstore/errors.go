@@ -60,18 +60,8 @@ func classify(err error) failure {
 // which the HTTP layers answer with 503. The cause stays in the chain for
 // logs; the message is safe to show.
 func unavailable(what string, cause error) error {
-	return &unavailableError{memory.Errorf(memory.EUNAVAILABLE, "the database is unavailable: %s", what), cause}
+	return &domainError{memory.Errorf(memory.EUNAVAILABLE, "the database is unavailable: %s", what), cause}
 }
-
-type unavailableError struct {
-	domain *memory.Error
-	cause  error
-}
-
-func (e *unavailableError) Error() string {
-	return "pgstore: " + e.domain.Message + ": " + e.cause.Error()
-}
-func (e *unavailableError) Unwrap() []error { return []error{e.domain, e.cause} }
 
 // badInput is the domain error (EINVALID) of a value PostgreSQL refused as
 // text: a NUL byte (22021 character_not_in_repertoire, which invalid UTF-8

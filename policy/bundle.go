@@ -108,16 +108,9 @@ func (b *bundleSource) trigger(ctx context.Context) error {
 }
 
 func (b *bundleSource) poll(ctx context.Context) {
-	t := time.NewTicker(b.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			_ = b.trigger(ctx) // onUpdate has logged and counted any failure
-		}
-	}
+	every(ctx, b.interval, func() {
+		_ = b.trigger(ctx) // onUpdate has logged and counted any failure
+	})
 }
 
 // installBundle is the downloader's callback.

@@ -94,13 +94,26 @@ func writePolicy(t *testing.T, dir string, files FileSet) {
 // its data document.
 func withRule(t *testing.T, rule, key, value string) FileSet {
 	t.Helper()
+	return withRules(t, func(rules map[string]any) {
+		r, ok := rules[rule].(map[string]any)
+		if !ok {
+			t.Fatalf("the default data has no %s entry", rule)
+		}
+		r[key] = value
+	})
+}
+
+// withRules returns the default policy with the rules of its data document
+// changed by edit.
+func withRules(t *testing.T, edit func(rules map[string]any)) FileSet {
+	t.Helper()
 	files := DefaultFiles()
 	var data map[string]any
 	if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
 		t.Fatal(err)
 	}
-	rules := data[ConfigRoot].(map[string]any)["rules"].(map[string]any)
-	rules[rule].(map[string]any)[key] = value
+	rules, _ := data[ConfigRoot].(map[string]any)["rules"].(map[string]any)
+	edit(rules)
 	b, err := json.Marshal(data)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package policy_test
 import (
 	"context"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -48,14 +47,9 @@ var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
 
 func readCorpus(t testing.TB, part string) []policy.Example {
 	t.Helper()
-	f, err := os.Open("corpus/" + part + ".jsonl")
+	ex, err := policy.ReadExamplesFile("corpus/" + part + ".jsonl")
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	ex, err := policy.ReadExamples(f)
-	if err != nil {
-		t.Fatalf("corpus/%s.jsonl: %v", part, err)
 	}
 	return ex
 }

@@ -187,6 +187,20 @@ func (f *fields) objectOmit(k string, o ast.Object) {
 	}
 }
 
+// rawJSONOmit adds k, the JSON document raw, unless raw is empty
+// (omitempty); an error names k.
+func (f *fields) rawJSONOmit(k string, raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	v, err := rawJSONValue(raw)
+	if err != nil {
+		return fmt.Errorf("%s: %w", k, err)
+	}
+	f.term(k, ast.NewTerm(v))
+	return nil
+}
+
 func (f *fields) time(k string, t time.Time) {
 	f.str(k, t.Format(time.RFC3339Nano))
 }
@@ -225,12 +239,8 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, can
 	f.str("subjectId", r.SubjectID)
 	f.strOmit("factType", r.FactType)
 	f.str("summary", r.Summary)
-	if len(r.Value) > 0 {
-		v, err := rawJSONValue(r.Value)
-		if err != nil {
-			return nil, fmt.Errorf("value: %w", err)
-		}
-		f.term("value", ast.NewTerm(v))
+	if err := f.rawJSONOmit("value", r.Value); err != nil {
+		return nil, err
 	}
 	f.strOmit("riskLevel", string(r.RiskLevel))
 	if len(r.Categories) > 0 {
@@ -318,32 +328,27 @@ func recordFields(r *memory.Record, features *textFeatures, scans *scanMemo, can
 	return f.object(), nil
 }
 
-func actorValue(a memory.Actor) ast.Object {
-	f := newFields(7)
-	f.strOmit("agentId", a.AgentID)
-	f.strOmit("userId", a.UserID)
-	f.strOmit("runId", a.RunID)
-	f.strOmit("sessionId", a.SessionID)
-	f.strOmit("dialect", a.Dialect)
-	f.strOmit("remoteAddr", a.RemoteAddr)
-	f.strOmit("client", a.Client)
+// omitEmptyObject is the object of kv's key, value pairs whose value is not
+// empty: the structs whose fields are all omitempty strings.
+func omitEmptyObject(kv ...string) ast.Object {
+	f := newFields(len(kv) / 2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		f.strOmit(kv[i], kv[i+1])
+	}
 	return f.object()
+}
+
+func actorValue(a memory.Actor) ast.Object {
+	return omitEmptyObject("agentId", a.AgentID, "userId", a.UserID, "runId", a.RunID, "sessionId", a.SessionID,
+		"dialect", a.Dialect, "remoteAddr", a.RemoteAddr, "client", a.Client)
 }
 
 func scopeValue(s memory.Scope) ast.Object {
-	f := newFields(4)
-	f.strOmit("userId", s.UserID)
-	f.strOmit("agentId", s.AgentID)
-	f.strOmit("appId", s.AppID)
-	f.strOmit("runId", s.RunID)
-	return f.object()
+	return omitEmptyObject("userId", s.UserID, "agentId", s.AgentID, "appId", s.AppID, "runId", s.RunID)
 }
 
 func evidenceValue(e memory.Evidence) ast.Object {
-	f := newFields(2)
-	f.strOmit("excerpt", e.Excerpt)
-	f.strOmit("sourceRef", e.SourceRef)
-	return f.object()
+	return omitEmptyObject("excerpt", e.Excerpt, "sourceRef", e.SourceRef)
 }
 
 func decisionValue(d *memory.Decision) (ast.Object, error) {
@@ -364,12 +369,8 @@ func decisionValue(d *memory.Decision) (ast.Object, error) {
 	f.strOmit("layer", string(d.Layer))
 	f.strOmit("factType", d.FactType)
 	f.strOmit("subjectId", d.SubjectID)
-	if len(d.Value) > 0 {
-		v, err := rawJSONValue(d.Value)
-		if err != nil {
-			return nil, fmt.Errorf("value: %w", err)
-		}
-		f.term("value", ast.NewTerm(v))
+	if err := f.rawJSONOmit("value", d.Value); err != nil {
+		return nil, err
 	}
 	f.strOmit("revision", d.Revision)
 	f.strOmit("policyError", d.PolicyError)

@@ -20,20 +20,7 @@ func piiGovernor(t *testing.T, action string) (*memory.Governor, *store.Store) {
 	t.Helper()
 	files := DefaultFiles()
 	if action != "" {
-		var data map[string]map[string]any
-		if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
-			t.Fatal(err)
-		}
-		rule, ok := data[ConfigRoot]["rules"].(map[string]any)[memory.RulePIIDetected].(map[string]any)
-		if !ok {
-			t.Fatal("the default data has no pii_detected entry")
-		}
-		rule["action"] = action
-		raw, err := json.Marshal(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		files["data.json"] = string(raw)
+		files = withRule(t, memory.RulePIIDetected, "action", action)
 	}
 	// Compile runs the policy's Rego tests: the operator's copy must pass them.
 	c, err := Compile(context.Background(), files)
@@ -53,6 +40,19 @@ func cardWrite() memory.Candidate {
 			SourceRef: "checkout card=4242424242424242"}, // a slot field: redacted only when named
 		CandidateSource: memory.SourceUser, Scope: memory.Scope{UserID: "u-1"},
 		Actor: memory.Actor{AgentID: "openclaw", UserID: "u-1", Dialect: "mem0"}}
+}
+
+// submitCard submits cardWrite and checks its outcome.
+func submitCard(t *testing.T, gov *memory.Governor, want memory.Outcome) *memory.SubmitResult {
+	t.Helper()
+	res, err := gov.Submit(context.Background(), cardWrite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome != want {
+		t.Fatalf("outcome %s, want %s (%+v)", res.Outcome, want, res.Record.Decision)
+	}
+	return res
 }
 
 // cardForms are how the card number could be kept.
@@ -75,13 +75,7 @@ func keeps(t *testing.T, v any) bool {
 func TestPIIInMetadataIsRefusedAndRedacted(t *testing.T) {
 	ctx := context.Background()
 	gov, st := piiGovernor(t, "")
-	res, err := gov.Submit(ctx, cardWrite())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Outcome != memory.OutcomeRefused {
-		t.Fatalf("outcome %s, want refused (%+v)", res.Outcome, res.Record.Decision)
-	}
+	res := submitCard(t, gov, memory.OutcomeRefused)
 	d := res.Record.Decision
 	rules := make([]string, len(d.Reasons))
 	for i, r := range d.Reasons {
@@ -138,13 +132,7 @@ func TestPIIInMetadataIsRefusedAndRedacted(t *testing.T) {
 func TestPIIRetunedToReviewParks(t *testing.T) {
 	ctx := context.Background()
 	gov, _ := piiGovernor(t, "review")
-	res, err := gov.Submit(ctx, cardWrite())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Outcome != memory.OutcomeParked {
-		t.Fatalf("outcome %s, want parked (%+v)", res.Outcome, res.Record.Decision)
-	}
+	res := submitCard(t, gov, memory.OutcomeParked)
 	item, err := gov.Review(ctx, res.Record.ID)
 	if err != nil {
 		t.Fatal(err)

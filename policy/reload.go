@@ -22,14 +22,22 @@ func (c *Classifier) reloadDir(ctx context.Context) error {
 // reads per interval.
 func (c *Classifier) pollDir(ctx context.Context) {
 	defer c.done.Done()
-	t := time.NewTicker(c.opts.PollInterval)
+	every(ctx, c.opts.PollInterval, func() {
+		_ = c.reloadDir(ctx) // refusals are logged and counted by install
+	})
+}
+
+// every calls fn each interval until ctx is done: the polling of a policy
+// directory and of a bundle server.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = c.reloadDir(ctx) // refusals are logged and counted by install
+			fn()
 		}
 	}
 }

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -51,23 +50,14 @@ func TestPerRuleShadowFromData(t *testing.T) {
 // choice of shadowed rules; every rule that parks or rejects is then
 // shadowed, and a secret is still rejected by the decision.
 func TestEveryRuleShadowedPassesTheDefaultTests(t *testing.T) {
-	files := DefaultFiles()
-	var data map[string]map[string]any
-	if err := json.Unmarshal([]byte(files["data.json"]), &data); err != nil {
-		t.Fatal(err)
-	}
-	rules, _ := data[ConfigRoot]["rules"].(map[string]any)
-	if len(rules) == 0 {
-		t.Fatal("the default data has no rules")
-	}
-	for _, r := range rules {
-		r.(map[string]any)["mode"] = "shadow"
-	}
-	raw, err := json.Marshal(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files["data.json"] = string(raw)
+	files := withRules(t, func(rules map[string]any) {
+		if len(rules) == 0 {
+			t.Fatal("the default data has no rules")
+		}
+		for _, r := range rules {
+			r.(map[string]any)["mode"] = "shadow"
+		}
+	})
 	c, err := Compile(context.Background(), files)
 	if err != nil {
 		t.Fatalf("the default with every rule shadowed: %v", err)

@@ -93,12 +93,17 @@ func (a *Admin) ready(w http.ResponseWriter, r *http.Request) {
 // items (default 100, at most 10,000) and EventPageBytes of JSON (at least
 // one item); next, when set, is the after of the following page.
 func (a *Admin) reviews(w http.ResponseWriter, r *http.Request) {
+	answerPage(a, w, r, a.Gov.ReviewsPage)
+}
+
+// answerPage answers the page read gives for the request's after and
+// limit, bounded by EventPageBytes.
+func answerPage[P any](a *Admin, w http.ResponseWriter, r *http.Request, read func(ctx context.Context, after string, limit, maxBytes int) (P, error)) {
 	limit, err := pageLimit(r.URL.Query().Get("limit"))
-	if err != nil {
-		WriteError(w, r, a.Log, err)
+	if a.failed(w, r, err) {
 		return
 	}
-	page, err := a.Gov.ReviewsPage(r.Context(), r.URL.Query().Get("after"), limit, a.EventPageBytes)
+	page, err := read(r.Context(), r.URL.Query().Get("after"), limit, a.EventPageBytes)
 	a.answer(w, r, page, err)
 }
 
@@ -117,8 +122,7 @@ type DecisionRequest struct {
 
 func (a *Admin) decision(w http.ResponseWriter, r *http.Request) (memory.Review, bool) {
 	var req DecisionRequest
-	if err := a.decodeOptional(w, r, &req); err != nil {
-		WriteError(w, r, a.Log, err)
+	if a.failed(w, r, a.decodeOptional(w, r, &req)) {
 		return memory.Review{}, false
 	}
 	rv := memory.Review{By: req.By, Mode: req.Mode, Note: req.Note, Route: "admin"}
@@ -134,21 +138,17 @@ func (a *Admin) decision(w http.ResponseWriter, r *http.Request) (memory.Review,
 	return rv, true
 }
 
-func (a *Admin) approve(w http.ResponseWriter, r *http.Request) {
-	rv, ok := a.decision(w, r)
-	if !ok {
-		return
-	}
-	rec, err := a.Gov.Approve(r.Context(), r.PathValue("id"), rv)
-	a.answer(w, r, rec, err)
-}
+func (a *Admin) approve(w http.ResponseWriter, r *http.Request) { a.decide(w, r, a.Gov.Approve) }
+func (a *Admin) reject(w http.ResponseWriter, r *http.Request)  { a.decide(w, r, a.Gov.Reject) }
 
-func (a *Admin) reject(w http.ResponseWriter, r *http.Request) {
+// decide reads a decision's request and makes it with fn, Approve or
+// Reject.
+func (a *Admin) decide(w http.ResponseWriter, r *http.Request, fn func(context.Context, string, memory.Review) (*memory.Record, error)) {
 	rv, ok := a.decision(w, r)
 	if !ok {
 		return
 	}
-	rec, err := a.Gov.Reject(r.Context(), r.PathValue("id"), rv)
+	rec, err := fn(r.Context(), r.PathValue("id"), rv)
 	a.answer(w, r, rec, err)
 }
 
@@ -181,8 +181,7 @@ type RollbackRequest struct {
 
 func (a *Admin) rollback(w http.ResponseWriter, r *http.Request) {
 	var req RollbackRequest
-	if err := a.decodeOptional(w, r, &req); err != nil {
-		WriteError(w, r, a.Log, err)
+	if a.failed(w, r, a.decodeOptional(w, r, &req)) {
 		return
 	}
 	res, err := a.Gov.Rollback(r.Context(), r.PathValue("id"), req.Cascade, req.Reason, by(req.By))
@@ -199,8 +198,7 @@ type QuarantineRequest struct {
 
 func (a *Admin) quarantine(w http.ResponseWriter, r *http.Request) {
 	var req QuarantineRequest
-	if err := DecodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, a.Log, err)
+	if a.failed(w, r, DecodeJSON(w, r, &req)) {
 		return
 	}
 	kind, id := "run", req.RunID
@@ -225,8 +223,7 @@ type RestoreRequest struct {
 
 func (a *Admin) restore(w http.ResponseWriter, r *http.Request) {
 	var req RestoreRequest
-	if err := DecodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, a.Log, err)
+	if a.failed(w, r, DecodeJSON(w, r, &req)) {
 		return
 	}
 	if req.At.IsZero() {
@@ -237,16 +234,11 @@ func (a *Admin) restore(w http.ResponseWriter, r *http.Request) {
 	a.answer(w, r, res, err)
 }
 
+// events answers a page of the audit log: at most limit events and
+// EventPageBytes of JSON (at least one event); next, when set, is the
+// after of the following page.
 func (a *Admin) events(w http.ResponseWriter, r *http.Request) {
-	limit, err := pageLimit(r.URL.Query().Get("limit"))
-	if err != nil {
-		WriteError(w, r, a.Log, err)
-		return
-	}
-	// A page holds at most limit events and EventPageBytes of JSON (at
-	// least one event); next, when set, is the after of the following page.
-	page, err := a.Gov.EventsPage(r.Context(), r.URL.Query().Get("after"), limit, a.EventPageBytes)
-	a.answer(w, r, page, err)
+	answerPage(a, w, r, a.Gov.EventsPage)
 }
 
 // PolicyModeRequest is the body of PUT /admin/v1/policy/mode, and its answer.
@@ -262,8 +254,7 @@ func (a *Admin) policyMode(w http.ResponseWriter, r *http.Request) {
 // not persisted: a restart starts in --policy-mode.
 func (a *Admin) setPolicyMode(w http.ResponseWriter, r *http.Request) {
 	var req PolicyModeRequest
-	if err := DecodeJSON(w, r, &req); err != nil {
-		WriteError(w, r, a.Log, err)
+	if a.failed(w, r, DecodeJSON(w, r, &req)) {
 		return
 	}
 	if req.Mode == "" {
@@ -364,6 +355,15 @@ func (a *Admin) decodeOptional(w http.ResponseWriter, r *http.Request, v any) er
 		return err
 	}
 	return DecodeStrict(body, v)
+}
+
+// failed answers err, when there is one, and reports whether there was.
+func (a *Admin) failed(w http.ResponseWriter, r *http.Request, err error) bool {
+	if err != nil {
+		WriteError(w, r, a.Log, err)
+		return true
+	}
+	return false
 }
 
 func (a *Admin) answer(w http.ResponseWriter, r *http.Request, v any, err error) {

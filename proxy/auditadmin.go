@@ -58,8 +58,7 @@ func (a *Admin) erase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req memory.ErasureRequest
-	if err := a.decodeOptional(w, r, &req); err != nil {
-		WriteError(w, r, a.Log, err)
+	if a.failed(w, r, a.decodeOptional(w, r, &req)) {
 		return
 	}
 	req.By = by(req.By)

@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -436,14 +435,9 @@ func newDialectStack(t *testing.T, open func(*testing.T) dialectStore) *dialectS
 
 func readDialectCorpus(t *testing.T, part string) []policy.Example {
 	t.Helper()
-	f, err := os.Open("../policy/corpus/" + part + ".jsonl")
+	ex, err := policy.ReadExamplesFile("../policy/corpus/" + part + ".jsonl")
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	ex, err := policy.ReadExamples(f)
-	if err != nil {
-		t.Fatalf("corpus/%s.jsonl: %v", part, err)
 	}
 	return ex
 }

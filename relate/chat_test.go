@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/memgate/memgate/facts"
+	"github.com/memgate/memgate/internal/testkit"
 )
 
 func TestParseVerdict(t *testing.T) {
@@ -79,12 +80,8 @@ type chatServer struct {
 func (s *chatServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.last.auth = r.Header.Get("Authorization")
 	json.NewDecoder(r.Body).Decode(&s.last.body)
-	if s.delay > 0 {
-		select {
-		case <-time.After(s.delay):
-		case <-r.Context().Done():
-			return
-		}
+	if !testkit.Stall(r, s.delay) {
+		return
 	}
 	if s.status != 0 {
 		http.Error(w, `{"error": {"message": "overloaded"}}`, s.status)

@@ -241,15 +241,8 @@ def module_comments(gomod):
 def release_notes(gomod):
     out, seen = [], set()
     for path, lic in CHANGELOGS:
-        full = os.path.join(gomod, path)
-        for line in open(full, encoding="utf-8"):
-            m = BULLET.match(line)
-            if not m:
-                continue
-            text = m.group(1)
-            text = re.sub(r"\s*\(?#\d+(, #\d+)*\)?\s*$", "", text)  # trailing PR numbers
-            text = re.sub(r"\s+by @\S+ in https://\S+$", "", text)
-            if len(text) < 25 or "made their first contribution" in text or text in seen:
+        for text in changelog_bullets(os.path.join(gomod, path)):
+            if text in seen:
                 continue
             seen.add(text)
             out.append(row("release_notes", path + "#" + text, "en", "ordinary", text, "apply", f"{path} ({lic})"))

@@ -34,19 +34,24 @@ func benchTexts() map[string][]string {
 
 var benchNames = []string{"benign", "secret", "mixed", "16KB-prose", "16KB-records"}
 
-func BenchmarkFindSecrets(b *testing.B) {
-	s := newScanner(b)
-	for _, name := range benchNames {
-		texts := benchTexts()[name]
+// benchEach runs one sub-benchmark per name, calling scan on its texts in
+// turn.
+func benchEach(b *testing.B, texts map[string][]string, names []string, scan func(string)) {
+	for _, name := range names {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				s.FindSecrets(texts[i%len(texts)])
+				scan(texts[name][i%len(texts[name])])
 				i++
 			}
 		})
 	}
+}
+
+func BenchmarkFindSecrets(b *testing.B) {
+	s := newScanner(b)
+	benchEach(b, benchTexts(), benchNames, func(text string) { s.FindSecrets(text) })
 }
 
 // BenchmarkGitleaksDetector is gitleaks' detector alone, ungated, on the
@@ -54,17 +59,7 @@ func BenchmarkFindSecrets(b *testing.B) {
 // against.
 func BenchmarkGitleaksDetector(b *testing.B) {
 	s := newScanner(b)
-	for _, name := range benchNames {
-		texts := benchTexts()[name]
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				s.leaks.detector.DetectString(texts[i%len(texts)])
-				i++
-			}
-		})
-	}
+	benchEach(b, benchTexts(), benchNames, func(text string) { s.leaks.detector.DetectString(text) })
 }
 
 // BenchmarkFindPII is the personal-data scan, which memory.ScanRecord runs
@@ -78,14 +73,5 @@ func BenchmarkFindPII(b *testing.B) {
 	}
 	texts := benchTexts()
 	texts["pii"] = pii
-	for _, name := range append(benchNames, "pii") {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				s.FindPII(texts[name][i%len(texts[name])])
-				i++
-			}
-		})
-	}
+	benchEach(b, texts, append(benchNames, "pii"), func(text string) { s.FindPII(text) })
 }

@@ -3,7 +3,6 @@ package secrets
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -13,14 +12,7 @@ import (
 // full-width letters, does not hide it. ASCII text is returned unchanged
 // without allocating, which is the common case.
 func fold(text string) string {
-	ascii := true
-	for i := 0; i < len(text); i++ {
-		if text[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(text) {
 		return text
 	}
 	if strings.IndexFunc(text, isInvisible) >= 0 {

@@ -156,14 +156,7 @@ func (g *leakGate) candidates(text, lower string, aligned bool, rules []int) (_ 
 // so that offsets into lower are offsets into text; invalid UTF-8 bytes
 // are kept as they are.
 func foldLower(text string) (lower string, aligned bool) {
-	ascii := true
-	for i := 0; i < len(text); i++ {
-		if text[i] >= utf8.RuneSelf {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
+	if isASCII(text) {
 		return strings.ToLower(text), true
 	}
 	b := make([]byte, 0, len(text))

@@ -132,12 +132,7 @@ func TestFindsPII(t *testing.T) {
 }
 
 func TestPIIChecksumsMatter(t *testing.T) {
-	s := newScanner(t)
-	for _, text := range piiInvalid {
-		if got := s.FindPII(text); got != nil {
-			t.Errorf("%q: invalid number found: %v", text, got)
-		}
-	}
+	wantNothing(t, "invalid number found:", newScanner(t).FindPII, piiInvalid)
 }
 
 func TestPIIIgnoresLookAlikes(t *testing.T) {
@@ -146,43 +141,44 @@ func TestPIIIgnoresLookAlikes(t *testing.T) {
 	for _, c := range secretCases {
 		texts = append(texts, c.text)
 	}
-	for _, text := range texts {
-		if got := s.FindPII(text); got != nil {
-			t.Errorf("false positive %v: %q", got, text)
-		}
-	}
+	wantNothing(t, "false positive", s.FindPII, texts)
 }
 
 // TestPIIIsNotASecret keeps the two kinds apart: a secret is not reported
 // as PII (the governor rejects one and leaves the other to policy).
 func TestPIIIsNotASecret(t *testing.T) {
-	s := newScanner(t)
+	var texts []string
 	for _, c := range secretCases {
-		if got := s.FindPII(c.text); got != nil {
-			t.Errorf("%q: secret reported as PII: %v", c.text, got)
+		texts = append(texts, c.text)
+	}
+	wantNothing(t, "secret reported as PII:", newScanner(t).FindPII, texts)
+}
+
+// validatorCase is an input of a validator and whether it is valid.
+type validatorCase struct {
+	in string
+	ok bool
+}
+
+// checkValidator checks a validator's answer on each case.
+func checkValidator(t *testing.T, name string, valid func([]byte) bool, cases []validatorCase) {
+	t.Helper()
+	for _, tc := range cases {
+		if got := valid([]byte(tc.in)); got != tc.ok {
+			t.Errorf("%s(%s) = %v, want %v", name, tc.in, got, tc.ok)
 		}
 	}
 }
 
 func TestLuhn(t *testing.T) {
-	for _, tc := range []struct {
-		digits string
-		ok     bool
-	}{
+	checkValidator(t, "luhn", luhn, []validatorCase{
 		{"4111111111111111", true}, {"79927398713", true}, {"0", true},
 		{"4111111111111112", false}, {"79927398710", false}, {"1", false},
-	} {
-		if got := luhn([]byte(tc.digits)); got != tc.ok {
-			t.Errorf("luhn(%s) = %v, want %v", tc.digits, got, tc.ok)
-		}
-	}
+	})
 }
 
 func TestCardIssuer(t *testing.T) {
-	for _, tc := range []struct {
-		digits string
-		ok     bool
-	}{
+	checkValidator(t, "cardIssuer", cardIssuer, []validatorCase{
 		{"4111111111111", true},     // Visa 13
 		{"41111111111111", false},   // Visa 14
 		{"5105105105105100", true},  // Mastercard 51-55
@@ -202,33 +198,19 @@ func TestCardIssuer(t *testing.T) {
 		{"30600000000000", false},   // 306 is no Diners prefix
 		{"7000000000000000", false},
 		{"1000000000000000", false},
-	} {
-		if got := cardIssuer([]byte(tc.digits)); got != tc.ok {
-			t.Errorf("cardIssuer(%s) = %v, want %v", tc.digits, got, tc.ok)
-		}
-	}
+	})
 }
 
 func TestValidSSN(t *testing.T) {
-	for _, tc := range []struct {
-		digits string
-		ok     bool
-	}{
+	checkValidator(t, "validSSN", validSSN, []validatorCase{
 		{"123456789", true}, {"078051120", true}, {"899999999", true}, {"001010001", true},
 		{"000123456", false}, {"666123456", false}, {"900123456", false}, {"999999999", false},
 		{"123004567", false}, {"123450000", false},
-	} {
-		if got := validSSN([]byte(tc.digits)); got != tc.ok {
-			t.Errorf("validSSN(%s) = %v, want %v", tc.digits, got, tc.ok)
-		}
-	}
+	})
 }
 
 func TestValidResidentID(t *testing.T) {
-	for _, tc := range []struct {
-		id string
-		ok bool
-	}{
+	checkValidator(t, "validResidentID", func(b []byte) bool { return validResidentID(b, 2024) }, []validatorCase{
 		{"11010519491231002X", true},
 		{"440524188001010014", false}, // born 1880: before 1900
 		{"310115199003071239", true},
@@ -239,18 +221,11 @@ func TestValidResidentID(t *testing.T) {
 		{"11010519491231002Y", false},
 		{"990105194912310023", false}, // province
 		{"110105202501010011", false}, // born after 2024
-	} {
-		if got := validResidentID([]byte(tc.id), 2024); got != tc.ok {
-			t.Errorf("validResidentID(%s) = %v, want %v", tc.id, got, tc.ok)
-		}
-	}
+	})
 }
 
 func TestValidIBAN(t *testing.T) {
-	for _, tc := range []struct {
-		iban string
-		ok   bool
-	}{
+	checkValidator(t, "validIBAN", validIBAN, []validatorCase{
 		{"DE89370400440532013000", true},
 		{"GB82WEST12345698765432", true},
 		{"FR1420041010050500013M02606", true},
@@ -259,11 +234,7 @@ func TestValidIBAN(t *testing.T) {
 		{"GB82WEST12345698765423", false}, // two digits swapped
 		{"DE01370400440532013000", false}, // check digits 01
 		{"DE99370400440532013000", false}, // check digits 99
-	} {
-		if got := validIBAN([]byte(tc.iban)); got != tc.ok {
-			t.Errorf("validIBAN(%s) = %v, want %v", tc.iban, got, tc.ok)
-		}
-	}
+	})
 }
 
 // TestPIIScansEachParagraphForm finds a number in one paragraph of a long

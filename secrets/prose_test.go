@@ -148,12 +148,7 @@ func TestFindsCredentialsInProse(t *testing.T) {
 }
 
 func TestIgnoresProseNearMisses(t *testing.T) {
-	s := newScanner(t)
-	for _, text := range proseNearMisses {
-		if got := s.FindSecrets(text); got != nil {
-			t.Errorf("false positive %v: %q", got, text)
-		}
-	}
+	wantNothing(t, "false positive", newScanner(t).FindSecrets, proseNearMisses)
 }
 
 // proseLimits are the limits secrets' doc states for these shapes, as

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/snapshot"
 	"github.com/memgate/memgate/store"
@@ -18,11 +19,7 @@ import (
 // absolute times. -benchtime=Nx with N small: each op moves the whole store.
 func BenchmarkSnapshot(b *testing.B) {
 	ctx := context.Background()
-	src, err := store.Open(store.Options{Dir: b.TempDir(), NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer src.Close()
+	src := badgertest.NewWith(b, store.Options{NoSync: true})
 	gov := governor(src)
 	const writes = 5000
 	for i := range writes {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/internal/pgtest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/memory/storeapi"
@@ -49,7 +50,7 @@ var storeKinds = []struct {
 	name string
 	open func(t *testing.T) testStore
 }{
-	{"badger", func(t *testing.T) testStore { return openStore(t) }},
+	{"badger", func(t *testing.T) testStore { return badgertest.New(t) }},
 	{"postgres", openPostgres},
 }
 
@@ -58,16 +59,6 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func openPostgres(t *testing.T) testStore {
 	t.Helper()
 	st, err := pgstore.Open(context.Background(), pgstore.Options{URL: pgtest.New(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	return st
-}
-
-func openStore(t *testing.T) *store.Store {
-	t.Helper()
-	st, err := store.Open(store.Options{Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,7 +375,7 @@ func entityLines(t *testing.T, b []byte) string {
 }
 
 func TestExportStreamShape(t *testing.T) {
-	src := openStore(t)
+	src := badgertest.New(t)
 	writeHistory(t, src)
 	file, counts := export(t, src)
 	sc := bufio.NewScanner(bytes.NewReader(file))
@@ -423,7 +414,7 @@ func TestExportStreamShape(t *testing.T) {
 // A stream that is cut, altered or not a snapshot is refused before
 // anything is written when it can be read twice (a file).
 func TestImportRefusesADamagedStream(t *testing.T) {
-	src := openStore(t)
+	src := badgertest.New(t)
 	writeHistory(t, src)
 	file, _ := export(t, src)
 	lines := bytes.SplitAfter(file, []byte("\n"))
@@ -453,7 +444,7 @@ func TestImportRefusesADamagedStream(t *testing.T) {
 			if bytes.Equal(tc.stream, file) {
 				t.Fatal("the damage left the stream unchanged")
 			}
-			dst := openStore(t)
+			dst := badgertest.New(t)
 			_, err := snapshot.Import(context.Background(), dst, dst, bytes.NewReader(tc.stream))
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing was written") {
 				t.Fatalf("want an error saying %q and that nothing was written, got %v", tc.want, err)
@@ -468,11 +459,11 @@ func TestImportRefusesADamagedStream(t *testing.T) {
 // From a pipe the stream is checked as it is written: a damaged one is
 // refused with ErrPartialImport, and the store it left is refused next.
 func TestImportFromAPipeSaysTheStoreMustBeDiscarded(t *testing.T) {
-	src := openStore(t)
+	src := badgertest.New(t)
 	writeHistory(t, src)
 	file, _ := export(t, src)
 	cut := file[:bytes.LastIndex(file, []byte(`{"type":"trailer"`))]
-	dst := openStore(t)
+	dst := badgertest.New(t)
 	_, err := snapshot.Import(context.Background(), dst, dst, io.MultiReader(bytes.NewReader(cut)))
 	if !errors.Is(err, snapshot.ErrPartialImport) || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("want a truncation wrapping ErrPartialImport, got %v", err)
@@ -481,7 +472,7 @@ func TestImportFromAPipeSaysTheStoreMustBeDiscarded(t *testing.T) {
 		t.Fatalf("importing over a partial import: %v", err)
 	}
 	// The whole stream through a pipe imports as from a file.
-	fresh := openStore(t)
+	fresh := badgertest.New(t)
 	if _, err := snapshot.Import(context.Background(), fresh, fresh, io.MultiReader(bytes.NewReader(file))); err != nil {
 		t.Fatal(err)
 	}
@@ -490,7 +481,7 @@ func TestImportFromAPipeSaysTheStoreMustBeDiscarded(t *testing.T) {
 
 func TestImportRefusesANonEmptyStore(t *testing.T) {
 	ctx := context.Background()
-	src := openStore(t)
+	src := badgertest.New(t)
 	writeHistory(t, src)
 	file, _ := export(t, src)
 	for _, tc := range []struct {
@@ -504,7 +495,7 @@ func TestImportRefusesANonEmptyStore(t *testing.T) {
 		{"a kv value only", func(st *store.Store) error { return st.Put(ctx, "slack", "r1", []byte("x")) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dst := openStore(t)
+			dst := badgertest.New(t)
 			if err := tc.fill(dst); err != nil {
 				t.Fatal(err)
 			}
@@ -522,11 +513,7 @@ func TestImportRefusesANonEmptyStore(t *testing.T) {
 // everything arrives.
 func TestImportSplitsBatchesTheStoreFindsTooBig(t *testing.T) {
 	ctx := context.Background()
-	src, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := badgertest.NewWith(t, store.Options{NoSync: true})
 	gov := governor(src)
 	long := strings.Repeat("a fact long enough to fill a transaction quickly. ", 40) // 2 KB
 	// Each write is a slot, a record, a rollback point and an event: 150 pass
@@ -544,11 +531,7 @@ func TestImportSplitsBatchesTheStoreFindsTooBig(t *testing.T) {
 	}
 	// A 1 MB memtable caps a Badger transaction near 150 KB, under the
 	// import's batch size.
-	dst, err := store.Open(store.Options{Dir: t.TempDir(), NoSync: true, MemTableSize: 1 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := badgertest.NewWith(t, store.Options{NoSync: true, MemTableSize: 1 << 20})
 	if _, err := snapshot.Import(ctx, dst, dst, bytes.NewReader(file)); err != nil {
 		t.Fatal(err)
 	}

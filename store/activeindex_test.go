@@ -46,11 +46,7 @@ func TestActiveValueRoundTrip(t *testing.T) {
 // index holds them, holds none (entries written before it did), or cannot
 // (long summaries), and the selection by subject and scope is exact.
 func TestScanActiveIndexFillsEntries(t *testing.T) {
-	st, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTemp(t)
 	gov := memory.NewGovernor(memory.Options{Store: st, Classifier: memory.ClassifierFunc(groupPolicy)})
 	ctx := context.Background()
 	var all []*memory.Record
@@ -67,7 +63,7 @@ func TestScanActiveIndexFillsEntries(t *testing.T) {
 		all = append(all, res.Record)
 	}
 	// Some entries as an older store wrote them: no fields.
-	err = st.DB().Update(func(txn *badger.Txn) error {
+	err := st.DB().Update(func(txn *badger.Txn) error {
 		for _, r := range all[:20] {
 			if err := txn.Set(key("a/", r.SubjectID, r.ID), nil); err != nil {
 				return err

@@ -48,11 +48,7 @@ func TestLeadingSlotID(t *testing.T) {
 // order (which it decodes).
 func TestScanActorSlotsAgreesWithScanByActor(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(Options{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openTemp(t)
 	park := func(_ context.Context, in *memory.PolicyInput) (memory.Decision, error) {
 		if in.Candidate.Summary == "park" {
 			return memory.Decision{Risk: memory.RiskHigh, Action: memory.ActionReview}, nil
@@ -113,7 +109,7 @@ func TestScanActorSlotsAgreesWithScanByActor(t *testing.T) {
 			t.Fatalf("%d records: the moved or the reordered record is missing from %v", n, got[len(got)-3:])
 		}
 	}
-	err = st.View(ctx, func(rtx memory.ReadTx) error {
+	err := st.View(ctx, func(rtx memory.ReadTx) error {
 		n := 0
 		err := rtx.(memory.ActorSlotScanner).ScanActorSlots("run", "run-3", func(string, string) bool { n++; return n < 2 })
 		if n != 2 {

@@ -99,11 +99,7 @@ func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
 		if err != nil {
 			return fmt.Errorf("memgate run: %w", err)
 		}
-		if cmp.Memgate == nil {
-			cmp.Memgate = r
-		} else {
-			cmp.Memgate.Merge(r)
-		}
+		pool(&cmp.Memgate, r)
 		return nil
 	}
 	runBaseline := func() error {
@@ -127,11 +123,7 @@ func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
 		if err != nil {
 			return fmt.Errorf("baseline run: %w", err)
 		}
-		if cmp.Baseline == nil {
-			cmp.Baseline = r
-		} else {
-			cmp.Baseline.Merge(r)
-		}
+		pool(&cmp.Baseline, r)
 		return nil
 	}
 	for i := range rounds {
@@ -147,4 +139,13 @@ func RunCompared(ctx context.Context, cc CompareConfig) (*Comparison, error) {
 	}
 	cmp.compute()
 	return cmp, nil
+}
+
+// pool adds a round's result to what the runs of one side pooled so far.
+func pool(into **Result, r *Result) {
+	if *into == nil {
+		*into = r
+	} else {
+		(*into).Merge(r)
+	}
 }

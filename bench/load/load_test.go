@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/policy"
@@ -289,5 +292,26 @@ func TestMedianRun(t *testing.T) {
 	}
 	if m := medianRun(runs[:2]); m.P50Ratio != 2 || m.MemgateP50 != 2*time.Millisecond {
 		t.Errorf("median of two: %+v", m)
+	}
+}
+
+func TestRetryableErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"serialization failure", &pgconn.PgError{Code: "40001"}, true},
+		{"deadlock", &pgconn.PgError{Code: "40P01"}, true},
+		{"wrapped serialization failure", fmt.Errorf("update slot: %w", &pgconn.PgError{Code: "40001"}), true},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"connection refused", errors.New("dial tcp: connection refused"), false},
+		{"none", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := retryable(tc.err); got != tc.want {
+				t.Fatalf("retryable(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
 	}
 }

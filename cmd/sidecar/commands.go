@@ -63,6 +63,28 @@ func interspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	return pos, nil
 }
 
+// printTable prints rows under header, aligned in columns.
+func printTable[T any](w io.Writer, header string, rows []T, row func(tw io.Writer, r T)) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, r := range rows {
+		row(tw, r)
+	}
+	return tw.Flush()
+}
+
+// showByID is the exec of a command that takes one id (what names it) and
+// shows what GET path(id) answers.
+func showByID[T any](cl *cliEnv, what string, path func(id string) string, text func(io.Writer, T) error) func(context.Context, *clientFlags, []string) error {
+	return func(ctx context.Context, c *clientFlags, args []string) error {
+		id, err := oneID(args, what)
+		if err != nil {
+			return err
+		}
+		return callShow(ctx, c, cl.stdout, "GET", path(id), nil, text)
+	}
+}
+
 func oneID(args []string, what string) (string, error) {
 	if len(args) != 1 {
 		return "", fmt.Errorf("want exactly one %s, got %d arguments", what, len(args))
@@ -117,9 +139,7 @@ func reviewCommand(cl *cliEnv) *ffcli.Command {
 					fmt.Fprintln(w, "No writes wait for review.")
 					return nil
 				}
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tWAITING\tRISK\tLAYER\tSLOT\tNEW\tCURRENT")
-				for _, it := range body.Reviews {
+				return printTable(w, "ID\tWAITING\tRISK\tLAYER\tSLOT\tNEW\tCURRENT", body.Reviews, func(tw io.Writer, it memory.ReviewItem) {
 					r := it.Record
 					cur := "(empty)"
 					if it.Current != nil {
@@ -131,28 +151,21 @@ func reviewCommand(cl *cliEnv) *ffcli.Command {
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, it.Waiting, r.RiskLevel, r.Layer,
 						slotName(r), clip(r.Summary, 40)+flags, cur)
-				}
-				return tw.Flush()
+				})
 			})
 		})
 	show := adminCommand(cl, "review show", "review show <id> [--json]", "show a parked write and what it would replace", nil,
-		func(ctx context.Context, c *clientFlags, args []string) error {
-			id, err := oneID(args, "review id")
-			if err != nil {
-				return err
+		showByID(cl, "review id", func(id string) string { return "/admin/v1/reviews/" + id }, func(w io.Writer, it memory.ReviewItem) error {
+			printRecord(w, it.Record)
+			fmt.Fprintf(w, "Would replace:  %s\n", describeOrEmpty(it.Current))
+			if it.Stale {
+				fmt.Fprintln(w, "Stale:          the slot changed since this write was parked")
 			}
-			return callShow(ctx, c, cl.stdout, "GET", "/admin/v1/reviews/"+id, nil, func(w io.Writer, it memory.ReviewItem) error {
-				printRecord(w, it.Record)
-				fmt.Fprintf(w, "Would replace:  %s\n", describeOrEmpty(it.Current))
-				if it.Stale {
-					fmt.Fprintln(w, "Stale:          the slot changed since this write was parked")
-				}
-				if len(it.Conflicting) > 0 {
-					fmt.Fprintf(w, "Conflicts with: %s (other pending writes to the slot)\n", strings.Join(it.Conflicting, ", "))
-				}
-				return nil
-			})
-		})
+			if len(it.Conflicting) > 0 {
+				fmt.Fprintf(w, "Conflicts with: %s (other pending writes to the slot)\n", strings.Join(it.Conflicting, ", "))
+			}
+			return nil
+		}))
 	var mode, note, by string
 	approve := adminCommand(cl, "review approve", "review approve [--mode override|append] [--note text] <id>",
 		"approve a parked write (compare-and-swap against the version it meant to replace)",
@@ -208,14 +221,11 @@ func shadowList(ctx context.Context, cl *cliEnv, c *clientFlags, after string, l
 			fmt.Fprintln(w, "No write was let through that policy would have parked or rejected.")
 			return nil
 		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "AT\tRECORD\tWOULD\tDID\tRULES\tSLOT\tSUMMARY\tSTATUS")
-		for _, it := range page.Items {
+		if err := printTable(w, "AT\tRECORD\tWOULD\tDID\tRULES\tSLOT\tSUMMARY\tSTATUS", page.Items, func(tw io.Writer, it *memory.ShadowItem) {
 			slot := slotName(&memory.Record{SubjectID: it.SubjectID, FactType: it.FactType})
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", it.At.Format(time.RFC3339), it.RecordID, it.Would, it.Did,
 				orDefault(strings.Join(it.Rules, ","), "-"), slot, clip(it.Summary, 40), it.Status)
-		}
-		if err := tw.Flush(); err != nil {
+		}); err != nil {
 			return err
 		}
 		if page.Next != "" {
@@ -262,71 +272,56 @@ func decide(ctx context.Context, cl *cliEnv, c *clientFlags, args []string, verb
 
 func explainCommand(cl *cliEnv) *ffcli.Command {
 	return adminCommand(cl, "explain", "explain <id> [--json]", "why is this memory active: who, what it replaced, evidence, affects, rollback point", nil,
-		func(ctx context.Context, c *clientFlags, args []string) error {
-			id, err := oneID(args, "memory id")
-			if err != nil {
-				return err
+		showByID(cl, "memory id", func(id string) string { return "/admin/v1/memories/" + id + "/explain" }, func(w io.Writer, ex memory.Explanation) error {
+			printRecord(w, ex.Record)
+			fmt.Fprintf(w, "Who:            %s\n", describeActor(ex.Who))
+			fmt.Fprintf(w, "Replaced:       %s\n", describeOrEmpty(ex.Replaced))
+			fmt.Fprintf(w, "Evidence:       %s\n", orDefault(strings.TrimSpace(ex.Evidence.Excerpt+" "+ex.Evidence.SourceRef), "(none given)"))
+			fmt.Fprintf(w, "Affects:        %s\n", orDefault(strings.Join(ex.Affects, ", "), "(nothing named)"))
+			if ex.RollbackPoint != nil {
+				fmt.Fprintf(w, "Rollback point: %s (restores %s)\n", ex.RollbackPoint.ID, orDefault(ex.RollbackPoint.Replaced, "an empty slot"))
+			} else {
+				fmt.Fprintln(w, "Rollback point: none (never applied)")
 			}
-			return callShow(ctx, c, cl.stdout, "GET", "/admin/v1/memories/"+id+"/explain", nil, func(w io.Writer, ex memory.Explanation) error {
-				printRecord(w, ex.Record)
-				fmt.Fprintf(w, "Who:            %s\n", describeActor(ex.Who))
-				fmt.Fprintf(w, "Replaced:       %s\n", describeOrEmpty(ex.Replaced))
-				fmt.Fprintf(w, "Evidence:       %s\n", orDefault(strings.TrimSpace(ex.Evidence.Excerpt+" "+ex.Evidence.SourceRef), "(none given)"))
-				fmt.Fprintf(w, "Affects:        %s\n", orDefault(strings.Join(ex.Affects, ", "), "(nothing named)"))
-				if ex.RollbackPoint != nil {
-					fmt.Fprintf(w, "Rollback point: %s (restores %s)\n", ex.RollbackPoint.ID, orDefault(ex.RollbackPoint.Replaced, "an empty slot"))
-				} else {
-					fmt.Fprintln(w, "Rollback point: none (never applied)")
+			for _, r := range ex.Rules {
+				fmt.Fprintf(w, "Rule:           %s: %s\n", r.Rule, r.Message)
+			}
+			if s := describeShadow(ex.Record.Decision); s != "" {
+				fmt.Fprintf(w, "Shadow:         %s\n", s)
+			}
+			if m := ex.Record.FactMatch; m != nil {
+				// The free-text memory the fact matcher found: the one a
+				// possible conflict stands beside, or an update replaced.
+				fmt.Fprintf(w, "Fact match:     %s of memory %s (version %s): %s\n", m.Kind, m.SlotID, m.RecordID, m.Reason)
+			}
+			if ex.Review != nil {
+				fmt.Fprintf(w, "Review:         %s by %s via %s at %s %s\n", ex.Review.Outcome, ex.Review.By, ex.Review.Route,
+					ex.Review.At.Format(time.RFC3339), ex.Review.Note)
+			}
+			if ex.SupersededBy != nil {
+				fmt.Fprintf(w, "Superseded by:  %s\n", describeOrEmpty(ex.SupersededBy))
+			}
+			for _, ev := range ex.Events {
+				mark := ""
+				if memory.IsShadowed(ev) {
+					mark = "[shadow]"
 				}
-				for _, r := range ex.Rules {
-					fmt.Fprintf(w, "Rule:           %s: %s\n", r.Rule, r.Message)
-				}
-				if s := describeShadow(ex.Record.Decision); s != "" {
-					fmt.Fprintf(w, "Shadow:         %s\n", s)
-				}
-				if m := ex.Record.FactMatch; m != nil {
-					// The free-text memory the fact matcher found: the one a
-					// possible conflict stands beside, or an update replaced.
-					fmt.Fprintf(w, "Fact match:     %s of memory %s (version %s): %s\n", m.Kind, m.SlotID, m.RecordID, m.Reason)
-				}
-				if ex.Review != nil {
-					fmt.Fprintf(w, "Review:         %s by %s via %s at %s %s\n", ex.Review.Outcome, ex.Review.By, ex.Review.Route,
-						ex.Review.At.Format(time.RFC3339), ex.Review.Note)
-				}
-				if ex.SupersededBy != nil {
-					fmt.Fprintf(w, "Superseded by:  %s\n", describeOrEmpty(ex.SupersededBy))
-				}
-				for _, ev := range ex.Events {
-					mark := ""
-					if memory.IsShadowed(ev) {
-						mark = "[shadow]"
-					}
-					fmt.Fprintf(w, "  %s  %-11s %s %s%s\n", ev.At.Format(time.RFC3339), ev.Type, ev.By, ev.Reason, mark)
-				}
-				return nil
-			})
-		})
+				fmt.Fprintf(w, "  %s  %-11s %s %s%s\n", ev.At.Format(time.RFC3339), ev.Type, ev.By, ev.Reason, mark)
+			}
+			return nil
+		}))
 }
 
 func historyCommand(cl *cliEnv) *ffcli.Command {
 	return adminCommand(cl, "history", "history <memory-or-record-id> [--json]", "list every version of a memory's slot", nil,
-		func(ctx context.Context, c *clientFlags, args []string) error {
-			id, err := oneID(args, "memory id")
-			if err != nil {
-				return err
-			}
-			return callShow(ctx, c, cl.stdout, "GET", "/admin/v1/memories/"+id+"/history", nil, func(w io.Writer, body struct {
-				SlotID   string
-				Versions []*memory.Record
-			}) error {
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSTATUS\tCREATED\tSUMMARY")
-				for _, r := range body.Versions {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Status, r.CreatedAt.Format(time.RFC3339), clip(r.Summary, 60))
-				}
-				return tw.Flush()
+		showByID(cl, "memory id", func(id string) string { return "/admin/v1/memories/" + id + "/history" }, func(w io.Writer, body struct {
+			SlotID   string
+			Versions []*memory.Record
+		}) error {
+			return printTable(w, "ID\tSTATUS\tCREATED\tSUMMARY", body.Versions, func(tw io.Writer, r *memory.Record) {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.ID, r.Status, r.CreatedAt.Format(time.RFC3339), clip(r.Summary, 60))
 			})
-		})
+		}))
 }
 
 func rollbackCommand(cl *cliEnv) *ffcli.Command {
@@ -473,17 +468,14 @@ func eventsCommand(cl *cliEnv) *ffcli.Command {
 					fmt.Fprintln(w, "No events.")
 					return nil
 				}
-				tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "EVENT\tAT\tTYPE\tRECORD\tSUBJECT\tBY\tREASON")
-				for _, e := range page.Events {
+				if err := printTable(w, "EVENT\tAT\tTYPE\tRECORD\tSUBJECT\tBY\tREASON", page.Events, func(tw io.Writer, e *memory.Event) {
 					by := e.By
 					if by == "" && e.Actor != nil {
 						by = describeActor(*e.Actor)
 					}
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.ID, e.At.Format(time.RFC3339), e.Type, e.RecordID,
 						e.SubjectID, clip(by, 30), clip(e.Reason, 50))
-				}
-				if err := tw.Flush(); err != nil {
+				}); err != nil {
 					return err
 				}
 				if page.Next != "" {

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/peterbourgon/ff/v3/ffcli"
@@ -143,13 +142,10 @@ func printReplay(w io.Writer, raw json.RawMessage) error {
 		fmt.Fprintf(w, "  %-16s %d\n", k, rep.Transitions[k])
 	}
 	if len(rep.Changes) > 0 {
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "RECORD\tSLOT\tTHEN\tNEW\tRULES\tSUMMARY")
-		for _, c := range rep.Changes {
+		if err := printTable(w, "RECORD\tSLOT\tTHEN\tNEW\tRULES\tSUMMARY", rep.Changes, func(tw io.Writer, c policy.ReplayChange) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", c.RecordID, c.SubjectID+"/"+c.FactType, c.Old.Action, c.New.Action,
 				strings.Join(c.New.Rules, ","), clip(c.Summary, 50))
-		}
-		if err := tw.Flush(); err != nil {
+		}); err != nil {
 			return err
 		}
 	}

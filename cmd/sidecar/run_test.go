@@ -30,6 +30,24 @@ func (j *journal) String() string {
 	return strings.Join(j.log, ",")
 }
 
+// want fails the test unless the journal reads want.
+func (j *journal) want(t *testing.T, want string) {
+	t.Helper()
+	if got := j.String(); got != want {
+		t.Fatalf("order %q, want %q", got, want)
+	}
+}
+
+// listenLoopback listens on a free loopback port.
+func listenLoopback(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
 // failingListener fails its first Accept.
 type failingListener struct{ net.Listener }
 
@@ -43,10 +61,7 @@ func (failingListener) Accept() (net.Conn, error) {
 func testDaemon(t *testing.T, ctx context.Context, j *journal, ln net.Listener, loops ...loop) <-chan error {
 	t.Helper()
 	if ln == nil {
-		var err error
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			t.Fatal(err)
-		}
+		ln = listenLoopback(t)
 	}
 	d := &daemon{log: slog.New(slog.DiscardHandler), loops: loops,
 		listeners: []listener{{"agent listener", &http.Server{Handler: http.NotFoundHandler()}, ln}}}
@@ -92,9 +107,7 @@ func TestRunStopsCleanlyWhenItsContextEnds(t *testing.T) {
 	if err := wait(t, done); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if got, want := j.String(), "outbox stopped,index closed,store closed"; got != want {
-		t.Fatalf("order %q, want %q", got, want)
-	}
+	j.want(t, "outbox stopped,index closed,store closed")
 }
 
 // A failing loop stops the listeners and the other loops, and run returns
@@ -108,35 +121,25 @@ func TestRunStopsEverythingWhenALoopFails(t *testing.T) {
 	if err == nil || err.Error() != "the outbox: no store" {
 		t.Fatalf("run: %v, want the outbox's failure", err)
 	}
-	if got, want := j.String(), "guard stopped,index closed,store closed"; got != want {
-		t.Fatalf("order %q, want %q", got, want)
-	}
+	j.want(t, "guard stopped,index closed,store closed")
 }
 
 // A failing listener stops the loops, and run returns its error.
 func TestRunStopsEverythingWhenAListenerFails(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenLoopback(t)
 	defer ln.Close()
 	var j journal
-	err = wait(t, testDaemon(t, context.Background(), &j, failingListener{ln}, blocking(&j, "retention")))
+	err := wait(t, testDaemon(t, context.Background(), &j, failingListener{ln}, blocking(&j, "retention")))
 	if err == nil || !strings.HasPrefix(err.Error(), "agent listener: ") || !strings.Contains(err.Error(), "too many open files") {
 		t.Fatalf("run: %v, want the listener's failure", err)
 	}
-	if got, want := j.String(), "retention stopped,index closed,store closed"; got != want {
-		t.Fatalf("order %q, want %q", got, want)
-	}
+	j.want(t, "retention stopped,index closed,store closed")
 }
 
 // The loops outlive the listeners: a request in flight when the stop
 // comes is answered while they still run.
 func TestRunDrainsTheListenersBeforeStoppingTheLoops(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln := listenLoopback(t)
 	var j journal
 	inFlight, release := make(chan struct{}), make(chan struct{})
 	d := &daemon{log: slog.New(slog.DiscardHandler), loops: []loop{blocking(&j, "slack")},
@@ -166,7 +169,5 @@ func TestRunDrainsTheListenersBeforeStoppingTheLoops(t *testing.T) {
 	if err := wait(t, done); err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if got, want := j.String(), "request answered,slack stopped"; got != want {
-		t.Fatalf("order %q, want %q", got, want)
-	}
+	j.want(t, "request answered,slack stopped")
 }

@@ -2,7 +2,8 @@
 // use: a clock that moves only when told to (or a step at each reading),
 // classifiers that decide every write alike, the decisions the tests' own
 // classifiers return, a log buffer goroutines may write while the test
-// reads it, and a raw HTTP request. Tests only.
+// reads it, a raw HTTP request, and the metric names a registry exports.
+// Tests only.
 package testkit
 
 import (
@@ -15,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/memgate/memgate/memory"
 )
@@ -145,6 +148,21 @@ func AsJSON(t testing.TB, v any) any {
 	return out
 }
 
+// MetricNames gathers g and returns the names of its metric families, in
+// Gather's order (sorted).
+func MetricNames(t testing.TB, g prometheus.Gatherer) []string {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+	}
+	return names
+}
+
 // Eventually waits (at most 10s, looking every 5ms) until cond holds, and
 // fails the test if it does not; what names the wait in the failure.
 func Eventually(t testing.TB, what string, cond func() bool) {
@@ -155,6 +173,20 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Stall holds a fake server's answer to r for d, as a slow model or API
+// would; it reports false when the client gave up first.
+func Stall(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
 	}
 }
 

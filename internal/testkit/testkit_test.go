@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/memgate/memgate/memory"
 )
 
@@ -67,6 +69,31 @@ func TestAsJSON(t *testing.T) {
 	}{2, "x"})
 	if !reflect.DeepEqual(got, map[string]any{"n": 2.0, "s": "x"}) {
 		t.Errorf("AsJSON: %#v", got)
+	}
+}
+
+// gatherer gathers the same metric families every time.
+type gatherer []*dto.MetricFamily
+
+func (g gatherer) Gather() ([]*dto.MetricFamily, error) { return g, nil }
+
+func TestMetricNames(t *testing.T) {
+	names := []string{"a", "b_total"}
+	g := gatherer{{Name: &names[0]}, {Name: &names[1]}}
+	if got := MetricNames(t, g); !reflect.DeepEqual(got, names) {
+		t.Errorf("MetricNames: %v", got)
+	}
+}
+
+func TestStall(t *testing.T) {
+	r := httptest.NewRequest("GET", "/", nil)
+	if start := time.Now(); !Stall(r, 20*time.Millisecond) || time.Since(start) < 20*time.Millisecond {
+		t.Error("Stall did not hold the answer")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if Stall(r.WithContext(ctx), time.Hour) {
+		t.Error("Stall held the answer for a client that left")
 	}
 }
 

@@ -39,87 +39,79 @@ func checkSlackLimits(t testing.TB, where string, doc any) {
 		s, _ := m["text"].(string)
 		return s
 	}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case []any:
-			for _, c := range x {
-				walk(c)
+	eachObject(doc, func(x map[string]any) {
+		typ, _ := x["type"].(string)
+		if s, ok := x["text"].(string); ok && (typ == "mrkdwn" || typ == "plain_text") {
+			if s == "" || !utf8.ValidString(s) {
+				t.Errorf("%s: a text object is empty or not UTF-8: %q", where, s)
 			}
-		case map[string]any:
-			typ, _ := x["type"].(string)
-			if s, ok := x["text"].(string); ok && (typ == "mrkdwn" || typ == "plain_text") {
-				if s == "" || !utf8.ValidString(s) {
-					t.Errorf("%s: a text object is empty or not UTF-8: %q", where, s)
-				}
-				over("text object", slackLen(s))
-			}
-			if id, ok := x["action_id"].(string); ok {
-				over("action_id", len(id))
-			}
-			if id, ok := x["block_id"].(string); ok {
-				over("block_id", len(id))
-			}
-			switch typ {
-			case "header":
-				over("header", slackLen(textOf(x["text"])))
-			case "section":
-				fields, _ := x["fields"].([]any)
-				over("section fields", len(fields))
-				for _, f := range fields {
-					over("field", slackLen(textOf(f)))
-				}
-			case "context":
-				els, _ := x["elements"].([]any)
-				over("context elements", len(els))
-			case "actions":
-				els, _ := x["elements"].([]any)
-				over("actions elements", len(els))
-			case "button":
-				over("button text", slackLen(textOf(x["text"])))
-				value, _ := x["value"].(string)
-				over("button value", slackLen(value))
-			case "input":
-				over("input label", slackLen(textOf(x["label"])))
-			case "plain_text_input":
-				over("placeholder", slackLen(textOf(x["placeholder"])))
-			case "modal":
-				for _, k := range []string{"title", "submit", "close"} {
-					over("modal title", slackLen(textOf(x[k])))
-				}
-				meta, _ := x["private_metadata"].(string)
-				over("private_metadata", slackLen(meta))
-				blocks, _ := x["blocks"].([]any)
-				over("modal blocks", len(blocks))
-			}
-			for _, c := range x {
-				walk(c)
-			}
+			over("text object", slackLen(s))
 		}
-	}
-	walk(doc)
+		if id, ok := x["action_id"].(string); ok {
+			over("action_id", len(id))
+		}
+		if id, ok := x["block_id"].(string); ok {
+			over("block_id", len(id))
+		}
+		switch typ {
+		case "header":
+			over("header", slackLen(textOf(x["text"])))
+		case "section":
+			fields, _ := x["fields"].([]any)
+			over("section fields", len(fields))
+			for _, f := range fields {
+				over("field", slackLen(textOf(f)))
+			}
+		case "context":
+			els, _ := x["elements"].([]any)
+			over("context elements", len(els))
+		case "actions":
+			els, _ := x["elements"].([]any)
+			over("actions elements", len(els))
+		case "button":
+			over("button text", slackLen(textOf(x["text"])))
+			value, _ := x["value"].(string)
+			over("button value", slackLen(value))
+		case "input":
+			over("input label", slackLen(textOf(x["label"])))
+		case "plain_text_input":
+			over("placeholder", slackLen(textOf(x["placeholder"])))
+		case "modal":
+			for _, k := range []string{"title", "submit", "close"} {
+				over("modal title", slackLen(textOf(x[k])))
+			}
+			meta, _ := x["private_metadata"].(string)
+			over("private_metadata", slackLen(meta))
+			blocks, _ := x["blocks"].([]any)
+			over("modal blocks", len(blocks))
+		}
+	})
 }
 
 func mrkdwnTexts(doc any) []string {
 	var out []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case []any:
-			for _, c := range x {
-				walk(c)
-			}
-		case map[string]any:
-			if s, ok := x["text"].(string); ok && x["type"] == "mrkdwn" {
-				out = append(out, s)
-			}
-			for _, c := range x {
-				walk(c)
-			}
+	eachObject(doc, func(x map[string]any) {
+		if s, ok := x["text"].(string); ok && x["type"] == "mrkdwn" {
+			out = append(out, s)
+		}
+	})
+	return out
+}
+
+// eachObject calls fn with every object in v, a document decoded from JSON,
+// then goes into its values: the walk both checks above share.
+func eachObject(v any, fn func(map[string]any)) {
+	switch x := v.(type) {
+	case []any:
+		for _, c := range x {
+			eachObject(c, fn)
+		}
+	case map[string]any:
+		fn(x)
+		for _, c := range x {
+			eachObject(c, fn)
 		}
 	}
-	walk(doc)
-	return out
 }
 
 // Every text memgate builds for Slack stays within Slack's limits, with a

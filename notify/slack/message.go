@@ -230,21 +230,15 @@ func restoreTarget(id string) string {
 const maxRulesText = maxSectionText - 40
 
 func rulesText(rules []memory.Reason, d *memory.Decision) string {
-	var b strings.Builder
+	lines := make([]string, len(rules))
 	for i, r := range rules {
-		line := "• " + code(r.Rule)
+		lines[i] = "• " + code(r.Rule)
 		if r.Message != "" {
-			line += " " + clip(oneLine(r.Message), 300)
+			lines[i] += " " + clip(oneLine(r.Message), 300)
 		}
-		if slackLen(b.String())+slackLen(line)+1 > maxRulesText-30 {
-			fmt.Fprintf(&b, "… and %d more", len(rules)-i)
-			break
-		}
-		if i > 0 {
-			b.WriteString("\n")
-		}
-		b.WriteString(line)
 	}
+	var b strings.Builder
+	b.WriteString(joinBounded(lines, maxRulesText-30))
 	if b.Len() == 0 {
 		b.WriteString("_none reported_")
 	}
@@ -393,15 +387,13 @@ func listOrNone(xs []string) string {
 	return bound(strings.Join(out, ", "), 1000)
 }
 
-func bulletsOrNone(xs []string, none string) string {
-	if len(xs) == 0 {
-		return none
-	}
+// joinBounded joins lines with newlines while the text stays within limit
+// (in Slack's length), then says how many lines were left out.
+func joinBounded(lines []string, limit int) string {
 	var b strings.Builder
-	for i, x := range xs {
-		line := "• " + clip(oneLine(x), 300)
-		if slackLen(b.String())+slackLen(line)+1 > maxSectionText-60 {
-			fmt.Fprintf(&b, "… and %d more", len(xs)-i)
+	for i, line := range lines {
+		if slackLen(b.String())+slackLen(line)+1 > limit {
+			fmt.Fprintf(&b, "… and %d more", len(lines)-i)
 			break
 		}
 		if i > 0 {
@@ -410,4 +402,15 @@ func bulletsOrNone(xs []string, none string) string {
 		b.WriteString(line)
 	}
 	return b.String()
+}
+
+func bulletsOrNone(xs []string, none string) string {
+	if len(xs) == 0 {
+		return none
+	}
+	lines := make([]string, len(xs))
+	for i, x := range xs {
+		lines[i] = "• " + clip(oneLine(x), 300)
+	}
+	return joinBounded(lines, maxSectionText-60)
 }

@@ -14,13 +14,20 @@ import (
 // (bounded, valid UTF-8), and one call makes a bounded number of writes.
 // A call that fails a check writes nothing.
 
-type createEntitiesArgs struct {
+// entityList and relationList are the bodies that carry a list of entities
+// or of relations; create_entities answers with the first and
+// create_relations with the second, in the shape their arguments have.
+type entityList struct {
 	Entities []Entity `json:"entities"`
 }
 
-type createRelationsArgs struct {
+type relationList struct {
 	Relations []Relation `json:"relations"`
 }
+
+type createEntitiesArgs entityList
+type createRelationsArgs relationList
+type deleteRelationsArgs relationList
 
 type observationAdd struct {
 	EntityName string   `json:"entityName"`
@@ -42,10 +49,6 @@ type observationDeletion struct {
 
 type deleteObservationsArgs struct {
 	Deletions []observationDeletion `json:"deletions"`
-}
-
-type deleteRelationsArgs struct {
-	Relations []Relation `json:"relations"`
 }
 
 type searchNodesArgs struct {
@@ -96,6 +99,16 @@ func checkText(field, v string) error {
 	return nil
 }
 
+// checkTexts checks each text of a list, field naming the list.
+func checkTexts(field string, texts []string) error {
+	for i, v := range texts {
+		if err := checkText(fmt.Sprintf("%s[%d]", field, i), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // counter bounds the items of one call.
 type counter int
 
@@ -107,22 +120,24 @@ func (c *counter) add(n int) error {
 	return nil
 }
 
+// firstError returns the first of errs that is not nil: the checks of one
+// item, all cheap, in the order their errors take precedence.
+func firstError(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (a createEntitiesArgs) check() error {
 	var n counter
 	for i, e := range a.Entities {
-		if err := n.add(1 + len(e.Observations)); err != nil {
+		at := fmt.Sprintf("entities[%d]", i)
+		if err := firstError(n.add(1+len(e.Observations)), checkName(at+".name", e.Name),
+			checkText(at+".entityType", e.EntityType), checkTexts(at+".observations", e.Observations)); err != nil {
 			return err
-		}
-		if err := checkName(fmt.Sprintf("entities[%d].name", i), e.Name); err != nil {
-			return err
-		}
-		if err := checkText(fmt.Sprintf("entities[%d].entityType", i), e.EntityType); err != nil {
-			return err
-		}
-		for j, o := range e.Observations {
-			if err := checkText(fmt.Sprintf("entities[%d].observations[%d]", i, j), o); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
@@ -131,16 +146,9 @@ func (a createEntitiesArgs) check() error {
 func checkRelations(field string, rels []Relation) error {
 	var n counter
 	for i, r := range rels {
-		if err := n.add(1); err != nil {
-			return err
-		}
-		if err := checkName(fmt.Sprintf("%s[%d].from", field, i), r.From); err != nil {
-			return err
-		}
-		if err := checkName(fmt.Sprintf("%s[%d].to", field, i), r.To); err != nil {
-			return err
-		}
-		if err := checkText(fmt.Sprintf("%s[%d].relationType", field, i), r.RelationType); err != nil {
+		at := fmt.Sprintf("%s[%d]", field, i)
+		if err := firstError(n.add(1), checkName(at+".from", r.From), checkName(at+".to", r.To),
+			checkText(at+".relationType", r.RelationType)); err != nil {
 			return err
 		}
 	}
@@ -156,16 +164,10 @@ func (a deleteRelationsArgs) check() error {
 func (a addObservationsArgs) check() error {
 	var n counter
 	for i, o := range a.Observations {
-		if err := n.add(1 + len(o.Contents)); err != nil {
+		at := fmt.Sprintf("observations[%d]", i)
+		if err := firstError(n.add(1+len(o.Contents)), checkName(at+".entityName", o.EntityName),
+			checkTexts(at+".contents", o.Contents)); err != nil {
 			return err
-		}
-		if err := checkName(fmt.Sprintf("observations[%d].entityName", i), o.EntityName); err != nil {
-			return err
-		}
-		for j, c := range o.Contents {
-			if err := checkText(fmt.Sprintf("observations[%d].contents[%d]", i, j), c); err != nil {
-				return err
-			}
 		}
 	}
 	return nil

@@ -21,13 +21,8 @@ func (s *Server) addGraphTools() {
 	mcp.AddTool(s.srv, openNodesTool(), s.openNodes)
 }
 
-type entitiesResult struct {
-	Entities []Entity `json:"entities"`
-}
-
-type relationsResult struct {
-	Relations []Relation `json:"relations"`
-}
+type entitiesResult = entityList
+type relationsResult = relationList
 
 type observationsAdded struct {
 	EntityName        string   `json:"entityName"`

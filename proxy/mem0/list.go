@@ -75,6 +75,16 @@ func readPage(r *http.Request, bodyPage, bodySize *float64, maxSize int) (page, 
 	return p, err
 }
 
+// queryPage reads a GET list's page from its query: page and page_size,
+// limit standing for page_size when that is not given, at most maxSize.
+func queryPage(r *http.Request, maxSize int) (page, error) {
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return page{}, err
+	}
+	return readPage(r, nil, limit, maxSize)
+}
+
 // readList decodes a v2/v3 list body into its filter and page.
 func (h *Handler) readList(w http.ResponseWriter, r *http.Request, maxSize int) (*filter, page, []string, error) {
 	body, err := readBody(w, r)
@@ -131,23 +141,20 @@ func listExtras(start, end, keywords string, categories []string) (*filter, erro
 }
 
 // listV3 answers POST /v3/memories/: a paginated envelope.
-func (h *Handler) listV3(w http.ResponseWriter, r *http.Request) {
-	f, p, fields, err := h.readList(w, r, 200)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.answerList(w, r, f, p, fields, true)
-}
+func (h *Handler) listV3(w http.ResponseWriter, r *http.Request) { h.listBody(w, r, 200, true) }
 
 // listV2 answers POST /v2/memories/: one page as a bare array.
-func (h *Handler) listV2(w http.ResponseWriter, r *http.Request) {
-	f, p, fields, err := h.readList(w, r, 1000)
+func (h *Handler) listV2(w http.ResponseWriter, r *http.Request) { h.listBody(w, r, 1000, false) }
+
+// listBody answers a list whose filter and page the JSON body gives
+// (pages of at most maxSize), paged in an envelope or as a bare array.
+func (h *Handler) listBody(w http.ResponseWriter, r *http.Request, maxSize int, paged bool) {
+	f, p, fields, err := h.readList(w, r, maxSize)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.answerList(w, r, f, p, fields, false)
+	h.answerList(w, r, f, p, fields, paged)
 }
 
 // listV1 answers the deprecated GET /v1/memories/?user_id=...: a bare
@@ -164,12 +171,7 @@ func (h *Handler) listV1(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	limit, err := queryInt(r, "limit")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	p, err := readPage(r, nil, limit, 200)
+	p, err := queryPage(r, 200)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -184,12 +186,7 @@ func (h *Handler) ossList(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, memory.Errorf(memory.EINVALID, "At least one identifier is required."))
 		return
 	}
-	limit, err := queryInt(r, "limit")
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	p, err := readPage(r, nil, limit, 1000)
+	p, err := queryPage(r, 1000)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -142,22 +142,23 @@ func extraFilter(categories []string, metadata map[string]any) (*filter, error) 
 	return out, nil
 }
 
-func (h *Handler) searchV3(w http.ResponseWriter, r *http.Request) {
-	p, fields, err := h.readSearch(w, r, thresholdV3)
+// searchRoute answers a search route: the request's search, with threshold
+// the route's default, in an envelope or as a bare array.
+func (h *Handler) searchRoute(w http.ResponseWriter, r *http.Request, threshold float64, envelope bool) {
+	p, fields, err := h.readSearch(w, r, threshold)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	h.answerSearch(w, r, p, fields, true)
+	h.answerSearch(w, r, p, fields, envelope)
+}
+
+func (h *Handler) searchV3(w http.ResponseWriter, r *http.Request) {
+	h.searchRoute(w, r, thresholdV3, true)
 }
 
 func (h *Handler) searchV2(w http.ResponseWriter, r *http.Request) {
-	p, fields, err := h.readSearch(w, r, thresholdV2)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.answerSearch(w, r, p, fields, false)
+	h.searchRoute(w, r, thresholdV2, false)
 }
 
 // searchV1 is the deprecated v1 search: entity ids at the top level, a
@@ -165,12 +166,7 @@ func (h *Handler) searchV2(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) searchV1(w http.ResponseWriter, r *http.Request) { h.searchV2(w, r) }
 
 func (h *Handler) ossSearch(w http.ResponseWriter, r *http.Request) {
-	p, fields, err := h.readSearch(w, r, thresholdOSS)
-	if err != nil {
-		h.fail(w, r, err)
-		return
-	}
-	h.answerSearch(w, r, p, fields, true)
+	h.searchRoute(w, r, thresholdOSS, true)
 }
 
 // answerSearch answers {"results": [...]} (wrapped) or a bare array.

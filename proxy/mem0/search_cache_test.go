@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/memgate/memgate/internal/badgertest"
 	"github.com/memgate/memgate/memory"
 	"github.com/memgate/memgate/search"
 	"github.com/memgate/memgate/store"
@@ -176,12 +177,7 @@ func TestSearchReturnsOnlyActiveUnderWriters(t *testing.T) {
 // closes when the test ends.
 func applyingHandler(tb testing.TB, o store.Options) (*memory.Governor, *Handler) {
 	tb.Helper()
-	o.Dir = tb.TempDir()
-	st, err := store.Open(o)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { st.Close() })
+	st := badgertest.NewWith(tb, o)
 	apply := memory.ClassifierFunc(func(context.Context, *memory.PolicyInput) (memory.Decision, error) {
 		return memory.Decision{Risk: memory.RiskLow, Action: memory.ActionApply}, nil
 	})
