@@ -65,7 +65,7 @@ fired contains "judge_secret" if input.judge.label == "secret"
 
 fired contains "memory_poisoning" if {
 	text_poisoning
-	text_risky
+	risky("poisoning")
 	not same_as_current
 }
 
@@ -81,32 +81,32 @@ fired contains "fetched_code" if {
 
 fired contains "strategy_in_text" if {
 	text_rule
-	text_risky
+	risky("rule")
 	not same_as_current
 }
 
 fired contains "strategy_in_text" if {
 	input.candidate.text_first.policy_topic
-	text_risky
+	risky("policy_topic")
 	not same_as_current
 }
 
 fired contains "permission_in_text" if {
 	text_permission
-	text_risky
+	risky("permission")
 	not same_as_current
 }
 
 fired contains "normative_text" if {
 	text_unknown_rule
 	not text_rule
-	text_risky
+	risky("unknown_rule")
 	not same_as_current
 }
 
 fired contains "status_change" if {
 	text_status_change
-	text_risky
+	risky("status_change")
 	input.op == "write"
 	not same_as_current
 }
@@ -143,7 +143,7 @@ fired contains "classified_risk" if {
 
 fired contains "inference_in_text" if {
 	text_inference
-	text_risky
+	risky("inference")
 	not same_as_current
 }
 

@@ -175,7 +175,7 @@ text_preference if text_style
 # confident heads.
 text_layers contains "policy" if {
 	text_poisoning
-	text_risky
+	risky("poisoning")
 }
 
 text_layers contains "policy" if text_injection
@@ -186,22 +186,22 @@ text_layers contains "policy" if input.candidate.text_features["text.obfuscated"
 
 text_layers contains "policy" if {
 	text_rule
-	text_risky
+	risky("rule")
 }
 
 text_layers contains "policy" if {
 	text_permission
-	text_risky
+	risky("permission")
 }
 
 text_layers contains "policy" if {
 	text_unknown_rule
-	text_risky
+	risky("unknown_rule")
 }
 
 text_layers contains "policy" if {
 	input.candidate.text_first.policy_topic
-	text_risky
+	risky("policy_topic")
 }
 
 text_layers contains "policy" if classified("poisoning")
@@ -215,7 +215,7 @@ text_layers contains "policy" if {
 
 text_layers contains "state" if {
 	text_status_change
-	text_risky
+	risky("status_change")
 }
 
 text_layers contains "state" if classified("state")
@@ -244,43 +244,51 @@ text_layers contains "preference" if text_preference
 # "The classifier").
 gate_heads := object.get(config.classifier, "gate_heads", config.classifier.heads)
 
-text_risky if not input.candidate.text_scores
+# risky(signal): the classifier does not rule the text out for one kind
+# of lexicon signal. config.classifier.gates may give a kind its own gate
+# (rule, policy_topic, permission, unknown_rule, status_change,
+# inference, poisoning); the others read config.classifier.gate. A kind's
+# own gate is chosen like the gate, out of fold on the tuning rows
+# (policy/README.md, "The classifier").
+risky(_) if not input.candidate.text_scores
 
-text_risky if {
+risky(signal) if {
 	some head in gate_heads
-	input.candidate.text_scores[head] >= config.classifier.gate
+	input.candidate.text_scores[head] >= signal_gate(signal)
 }
+
+signal_gate(signal) := object.get(object.get(config.classifier, "gates", {}), signal, config.classifier.gate)
 
 # lexicon_reads: a lexicon signal counts for the text (it then says what
 # the text is, and the classifier's confident heads add nothing).
 lexicon_reads if {
 	text_rule
-	text_risky
+	risky("rule")
 }
 
 lexicon_reads if {
 	text_permission
-	text_risky
+	risky("permission")
 }
 
 lexicon_reads if {
 	text_unknown_rule
-	text_risky
+	risky("unknown_rule")
 }
 
 lexicon_reads if {
 	text_status_change
-	text_risky
+	risky("status_change")
 }
 
 lexicon_reads if {
 	text_inference
-	text_risky
+	risky("inference")
 }
 
 lexicon_reads if {
 	text_poisoning
-	text_risky
+	risky("poisoning")
 }
 
 lexicon_reads if text_injection
@@ -289,7 +297,7 @@ lexicon_reads if text_runs_fetched_code
 
 lexicon_reads if {
 	input.candidate.text_first.policy_topic
-	text_risky
+	risky("policy_topic")
 }
 
 # classified(head): the classifier alone is confident enough to send the
