@@ -46,6 +46,7 @@ here, by source, before anything is tuned (ASIDE_SETS), and for the other
 sources by a hash of the row's id (40% aside).
 """
 import argparse
+import email
 import glob
 import hashlib
 import json
@@ -328,7 +329,6 @@ def mail_paragraphs(raw):
     """The paragraphs of a mail's plain-text body in the writer's own words:
     quoted lines, quote introductions, signatures, addresses and links are
     dropped, so what is left is what the writer typed."""
-    import email
     m = email.message_from_string(raw)
     parts = [p for p in m.walk() if p.get_content_type() == "text/plain"]
     if not parts:

@@ -28,9 +28,9 @@ type TrainOptions struct {
 	// Average trains this many models, with seeds Seed, Seed+1, …, and
 	// averages their weights (default 1). One model's weights depend on
 	// the order it saw the examples in: on the corpus, two seeds parked
-	// from 18 to 28 of 1,000 texts of a source kept aside. The mean of a
+	// 13.5 and 23 of 1,000 texts of a source kept aside. The mean of a
 	// few is steadier, and, the model being linear, scores as their
-	// mean logit would.
+	// mean logit would (up to the int8 rounding).
 	Average int
 	// Norm normalizes a text's sum of token weights by its number of
 	// tokens, in training as in Score (default NormSum).
