@@ -321,6 +321,18 @@ def team_written(labels):
     return out
 
 
+def ordinary_sample(set_name, rows, n):
+    """n rows of English ordinary text, each text once (its first row),
+    drawn as sample draws."""
+    seen, uniq = set(), []
+    for r in rows:
+        if r["text"] not in seen:
+            seen.add(r["text"])
+            uniq.append(r)
+    return [row(set_name, r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
+            for r in sample(uniq, n, set_name)]
+
+
 MAIL_SAMPLE = 3000
 QUOTE_INTRO = re.compile(r"(wrote|writes|said):\s*$|^-+\s*original message", re.I)
 
@@ -376,13 +388,7 @@ def mail(npm):
                 for i, p in enumerate(mail_paragraphs(f.read())):
                     rows.append({"_key": f"{group}/{os.path.basename(name)}#{i}#{p}", "text": p,
                                  "ref": f"spam-assassin {group}/{os.path.basename(name)}"})
-    seen, uniq = set(), []
-    for r in rows:
-        if r["text"] not in seen:
-            seen.add(r["text"])
-            uniq.append(r)
-    return [row("mail", r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
-            for r in sample(uniq, MAIL_SAMPLE, "mail")]
+    return ordinary_sample("mail", rows, MAIL_SAMPLE)
 
 
 LIST_SAMPLE = 1500
@@ -428,6 +434,19 @@ README_SAMPLE = 3000
 README_LICENCES = {"MIT", "ISC", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "0BSD", "BlueOak-1.0.0"}
 
 
+def permissive_packages(root):
+    """The packages of a node_modules folder under a permissive licence, in
+    name order: (folder, package.json, licence)."""
+    for pj in sorted(glob.glob(os.path.join(root, "*", "package.json")) + glob.glob(os.path.join(root, "@*", "*", "package.json"))):
+        try:
+            meta = json.load(open(pj, encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        lic = meta.get("license")
+        if isinstance(lic, str) and lic in README_LICENCES:
+            yield os.path.dirname(pj), meta, lic
+
+
 def readme_lines(text):
     """The prose of a README: bullet items and sentences of paragraphs,
     outside code fences, HTML, tables, headings and badge lines."""
@@ -471,15 +490,7 @@ def readmes(root):
     licences (--npm-readmes: a node_modules folder, e.g. the one
     `npm install openclaw` makes for the plugin's tests)."""
     rows = []
-    for pj in sorted(glob.glob(os.path.join(root, "*", "package.json")) + glob.glob(os.path.join(root, "@*", "*", "package.json"))):
-        d = os.path.dirname(pj)
-        try:
-            meta = json.load(open(pj, encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        lic = meta.get("license")
-        if not isinstance(lic, str) or lic not in README_LICENCES:
-            continue
+    for d, meta, lic in permissive_packages(root):
         names = [n for n in os.listdir(d) if n.lower() in ("readme.md", "readme.markdown", "readme")]
         if not names:
             continue
@@ -487,13 +498,7 @@ def readmes(root):
             for i, p in enumerate(readme_lines(f.read())):
                 rows.append({"_key": f"{meta.get('name')}@{meta.get('version')}#{i}#{p}", "text": p,
                              "ref": f"{meta.get('name')}@{meta.get('version')} README ({lic})"})
-    seen, uniq = set(), []
-    for r in rows:
-        if r["text"] not in seen:
-            seen.add(r["text"])
-            uniq.append(r)
-    return [row("readmes", r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
-            for r in sample(uniq, README_SAMPLE, "readmes")]
+    return ordinary_sample("readmes", rows, README_SAMPLE)
 
 
 NPM_CHANGELOG_SAMPLE = 2000
@@ -504,15 +509,7 @@ def npm_changelogs(root):
     licences (--npm-readmes), release notes of projects none of which is
     aside."""
     rows, seen = [], set()
-    for pj in sorted(glob.glob(os.path.join(root, "*", "package.json")) + glob.glob(os.path.join(root, "@*", "*", "package.json"))):
-        d = os.path.dirname(pj)
-        try:
-            meta = json.load(open(pj, encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        lic = meta.get("license")
-        if not isinstance(lic, str) or lic not in README_LICENCES:
-            continue
+    for d, meta, lic in permissive_packages(root):
         for n in sorted(os.listdir(d)):
             if n.lower() not in ("changelog.md", "history.md", "changes.md"):
                 continue
@@ -522,8 +519,7 @@ def npm_changelogs(root):
                 seen.add(text)
                 rows.append({"_key": f"{meta.get('name')}@{meta.get('version')}#{text}", "text": text,
                              "ref": f"{meta.get('name')}@{meta.get('version')} {n} ({lic})"})
-    return [row("npm_changelogs", r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
-            for r in sample(rows, NPM_CHANGELOG_SAMPLE, "npm_changelogs")]
+    return ordinary_sample("npm_changelogs", rows, NPM_CHANGELOG_SAMPLE)
 
 
 def main():
