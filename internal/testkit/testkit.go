@@ -2,8 +2,8 @@
 // use: a clock that moves only when told to (or a step at each reading),
 // classifiers that decide every write alike, the decisions the tests' own
 // classifiers return, a log buffer goroutines may write while the test
-// reads it, a raw HTTP request, and the metric names a registry exports.
-// Tests only.
+// reads it, a raw HTTP request, the metric names a registry exports, and
+// a fake server's stalled answer (Stall). Tests only.
 package testkit
 
 import (
