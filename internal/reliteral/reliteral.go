@@ -136,15 +136,7 @@ func Exact(re *syntax.Regexp, o Options) ([]string, bool) {
 		}
 		return o.norm(append(s, "")), true
 	case syntax.OpAlternate:
-		var union []string
-		for _, sub := range re.Sub {
-			s, ok := Exact(sub, o)
-			if !ok {
-				return nil, false
-			}
-			union = append(union, s...)
-		}
-		return Bound(union, o)
+		return union(re.Sub, o, Exact)
 	case syntax.OpConcat:
 		var acc []string
 		for i, sub := range re.Sub {
@@ -191,17 +183,23 @@ func Prefix(re *syntax.Regexp, o Options) ([]string, bool) {
 		}
 		return first, true
 	case syntax.OpAlternate:
-		var union []string
-		for _, sub := range re.Sub {
-			s, ok := Prefix(sub, o)
-			if !ok {
-				return nil, false
-			}
-			union = append(union, s...)
-		}
-		return Bound(union, o)
+		return union(re.Sub, o, Prefix)
 	}
 	return nil, false
+}
+
+// union is the bounded union of each alternative's set by set (Exact or
+// Prefix); unknown if any alternative's is.
+func union(alts []*syntax.Regexp, o Options, set func(*syntax.Regexp, Options) ([]string, bool)) ([]string, bool) {
+	var all []string
+	for _, sub := range alts {
+		s, ok := set(sub, o)
+		if !ok {
+			return nil, false
+		}
+		all = append(all, s...)
+	}
+	return Bound(all, o)
 }
 
 // Required returns a conjunction of clauses: every string re matches
