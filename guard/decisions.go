@@ -261,7 +261,19 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 		return err
 	}
 	g.addSlots(st)
-	return g.settle(ctx, st.Path, st, disk, nextFile, time.Now())
+	// The agent's file the rewrite finds in its way (its write, or the
+	// same bytes when a reader only opened the file) gets the decision
+	// too: st already holds it, so judging that file against st would
+	// take the decision for the agent's change and undo it. What the agent
+	// changed is judged at the guard's next look, as for an edit made
+	// before the read. Ours, with a displaced write on top, has it.
+	redo := func(content []byte, ours bool) ([]byte, error) {
+		if ours {
+			return content, nil
+		}
+		return fn(content), nil
+	}
+	return g.settle(ctx, st.Path, st, disk, nextFile, time.Now(), redo)
 }
 
 // reconcileAll puts every guarded entry's active version in its file: what

@@ -78,7 +78,7 @@ func (g *Guard) governFile(ctx context.Context, p string, since time.Time) error
 	if err != nil {
 		return err
 	}
-	return g.settle(ctx, p, st, disk, next, since)
+	return g.settle(ctx, p, st, disk, next, since, g.judging(ctx, p, st))
 }
 
 // decide judges content, the agent's version of a file, against what
@@ -228,16 +228,17 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 }
 
 // settle makes the file at p read next (decided about, st saved), without
-// losing a write of the agent's (rewriter.run), judging what the agent
-// wrote meanwhile. It takes disk, the file as read, and closes it.
-func (g *Guard) settle(ctx context.Context, p string, st *fileState, disk *fileSnap, next []byte, since time.Time, owed ...owedWrite) error {
+// losing a write of the agent's (rewriter.run): redo says what the file
+// must read instead when the agent's version is found there. It takes
+// disk, the file as read, and closes it.
+func (g *Guard) settle(ctx context.Context, p string, st *fileState, disk *fileSnap, next []byte, since time.Time, redo func(content []byte, ours bool) ([]byte, error), owed ...owedWrite) error {
 	root, rel, ok := g.locate(p)
 	if !ok {
 		disk.close()
 		return fmt.Errorf("guard: %s is not under a guarded directory", escapeText(p))
 	}
 	rw := rewriter{root: root, rel: rel, max: g.o.MaxFileBytes,
-		decide: func(content []byte) ([]byte, error) { return g.decide(ctx, p, st, content) },
+		decide: redo,
 		repaired: func(displaced bool) {
 			g.met.onRepair()
 			if displaced {
@@ -253,6 +254,13 @@ func (g *Guard) settle(ctx context.Context, p string, st *fileState, disk *fileS
 		g.met.observeRevert(time.Since(since))
 	}
 	return g.settled(ctx, st)
+}
+
+// judging is settle's redo where the file's change is the agent's: its
+// version, found in the guard's way, is judged against what memgate
+// accepted (st) in its turn.
+func (g *Guard) judging(ctx context.Context, p string, st *fileState) func([]byte, bool) ([]byte, error) {
+	return func(content []byte, _ bool) ([]byte, error) { return g.decide(ctx, p, st, content) }
 }
 
 // settled records that the file reads what memgate accepted: the undo of
@@ -290,7 +298,7 @@ func (g *Guard) putBack(ctx context.Context, p string, root int, rel string, bas
 		disk.close()
 		return err
 	}
-	return g.settle(ctx, p, st, disk, next, time.Now(), owedWrite{base: base, agent: agent})
+	return g.settle(ctx, p, st, disk, next, time.Now(), g.judging(ctx, p, st), owedWrite{base: base, agent: agent})
 }
 
 // onTop applies the agent's change from base to agent on top of onto (what
@@ -385,7 +393,7 @@ func (g *Guard) adopt(ctx context.Context, p string, disk *fileSnap, since time.
 	}
 	g.addSlots(st)
 	g.log.Info("adopted a memory file as the baseline", "file", g.rel(p), "entries", len(st.Entries), "removed", len(undo.Changes))
-	return g.settle(ctx, p, st, disk, next, since)
+	return g.settle(ctx, p, st, disk, next, since, g.judging(ctx, p, st))
 }
 
 // candidate is the write a change stands for.

@@ -177,3 +177,92 @@ func TestAnUndoCutShortIsFinishedNotParkedAgain(t *testing.T) {
 
 // repairs is memgate_guard_repairs_total.
 func (e *ienv) repairs() float64 { return testutil.ToFloat64(e.met.repairs) }
+
+// A decision the guard puts in a file (here a quarantine: an edit undone,
+// an added entry removed) meets the agent's side of the file in the rename
+// window: a reader opening it, a tool saving the same bytes, or a real
+// write. The file ends up reading the decision, with only the agent's own
+// change judged on top; the decision is never taken for the agent's edit
+// and undone (the flake of TestQuarantineWorksOnFiles in CI).
+func TestADecisionMetByTheAgentInTheRenameWindowStays(t *testing.T) {
+	const (
+		base   = "# USER.md\n\n- Alice prefers green tea.\n"
+		edited = "# USER.md\n\n- Alice prefers black tea.\n- Alice has two cats.\n"
+		added  = "- Alice walks to work.\n"
+	)
+	for _, tc := range []struct {
+		name  string
+		agent func(p string) // in the window, once
+		want  string         // the file once the agent's change is judged
+	}{
+		{"a reader opens the file", func(p string) {
+			// The open waits on the guard's lease; it must not block the
+			// guard, whose rename it races.
+			go func() { _, _ = os.ReadFile(p) }()
+			time.Sleep(20 * time.Millisecond)
+		}, base},
+		{"a tool saves the same bytes", func(p string) {
+			must(t, os.WriteFile(p+".tmp", []byte(edited), 0o644))
+			must(t, os.Rename(p+".tmp", p))
+		}, base},
+		{"the agent adds an entry", func(p string) {
+			must(t, os.WriteFile(p+".tmp", []byte(edited+added), 0o644))
+			must(t, os.Rename(p+".tmp", p))
+		}, base + added},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newIEnv(t, 0)
+			p := e.path("USER.md")
+			must(t, os.WriteFile(p, []byte(base), 0o644))
+			e.govern("USER.md") // adopted
+			must(t, os.WriteFile(p, []byte(edited), 0o644))
+			e.govern("USER.md") // both changes applied
+			green := e.activeWith("green tea")
+			if green != nil || e.activeWith("black tea") == nil || e.activeWith("two cats") == nil {
+				t.Fatal("the agent's edit was not applied")
+			}
+			res, err := e.gov.Quarantine(e.ctx, "run", e.g.RunID(), "the agent was confused", "operator")
+			must(t, err)
+			if len(res.RolledBack) != 2 {
+				t.Fatalf("quarantine rolled back %v", res.RolledBack)
+			}
+			fired := 0
+			testHookBeforeRename = func(string) {
+				if fired++; fired == 1 {
+					tc.agent(p)
+				}
+			}
+			t.Cleanup(func() { testHookBeforeRename = nil })
+			e.g.mu.Lock()
+			e.g.followDecisions(e.ctx)
+			e.g.mu.Unlock()
+			testHookBeforeRename = nil
+			if fired == 0 {
+				t.Fatal("the guard never rewrote the file")
+			}
+			e.govern("USER.md") // the guard's next look: the agent's change, if any
+			if got := read(t, p); got != tc.want {
+				t.Fatalf("the file reads\n%s\nwant\n%s", got, tc.want)
+			}
+			if e.activeWith("black tea") != nil || e.activeWith("two cats") != nil {
+				t.Fatal("the quarantined versions were written again as the agent's")
+			}
+			if e.activeWith("green tea") == nil {
+				t.Fatal("the restored version is not active")
+			}
+		})
+	}
+}
+
+// activeWith is the active record whose summary holds s, or nil.
+func (e *ienv) activeWith(s string) *memory.Record {
+	e.t.Helper()
+	recs, err := e.gov.List(e.ctx, memory.ListFilter{})
+	must(e.t, err)
+	for _, r := range recs {
+		if strings.Contains(r.Summary, s) {
+			return r
+		}
+	}
+	return nil
+}

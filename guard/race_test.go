@@ -210,7 +210,7 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 	repairs := 0
 	var held []heldFile
 	rw := func(rel string) *rewriter {
-		return &rewriter{root: root, rel: rel, max: testCap, decide: dropRule,
+		return &rewriter{root: root, rel: rel, max: testCap, decide: func(c []byte, _ bool) ([]byte, error) { return dropRule(c) },
 			repaired: func(bool) { repairs++ },
 			hold:     func(f *os.File, base []byte) { held = append(held, heldFile{path: rel, f: f, base: base}) }}
 	}

@@ -26,9 +26,10 @@ type rewriter struct {
 	root int    // the workspace
 	rel  string // the file below it
 	max  int64  // the file size cap
-	// decide judges the agent's version of the file and returns what the
-	// file must read.
-	decide func(content []byte) ([]byte, error)
+	// decide returns what the file must read, given the agent's version of
+	// it: its own file (raced), or the guard's with the agent's displaced
+	// writes on top (ours: it already reads the decision).
+	decide func(content []byte, ours bool) ([]byte, error)
 	// repaired is told of each agent write found in a rewrite and kept:
 	// displaced (put back on top) or not (the rename undone).
 	repaired func(displaced bool)
@@ -78,7 +79,7 @@ func (rw *rewriter) run(disk *fileSnap, next []byte, owed []owedWrite) (done, wr
 		for _, o := range owed {
 			content = onTop(o.base, o.agent, content)
 		}
-		if next, err = rw.decide(content); err != nil {
+		if next, err = rw.decide(content, res.displaced != nil); err != nil {
 			return false, wrote, err
 		}
 	}
