@@ -77,7 +77,7 @@ func (g *Governor) Quarantine(ctx context.Context, kind, id, reason, by string) 
 		return res, err
 	}
 	now := g.now()
-	err = g.store.Update(ctx, func(tx Tx) error {
+	err = g.storeUpdate(ctx, func(tx Tx) error {
 		ev := &Event{Type: EventQuarantined, At: now, By: by, Reason: fmt.Sprintf("%s %s: %s", kind, id, reason),
 			Related: append(append([]string{}, res.RolledBack...), res.Retracted...)}
 		eff := Effects{Events: []*Event{ev}, Notices: []*Notice{{Kind: NoticeQuarantine, At: now,
@@ -200,7 +200,7 @@ func (g *Governor) Restore(ctx context.Context, subjectID string, at time.Time, 
 	})
 	if err == nil {
 		now := g.now()
-		err = g.store.Update(ctx, func(tx Tx) error {
+		err = g.storeUpdate(ctx, func(tx Tx) error {
 			eff := Effects{Events: []*Event{{Type: EventRestored, At: now, SubjectID: subjectID, By: by,
 				Reason: fmt.Sprintf("subject %s restored to %s: %s", subjectID, at.Format(time.RFC3339), reason), Related: res.RolledBack}},
 				Notices: []*Notice{{Kind: NoticeQuarantine, At: now, Text: fmt.Sprintf("Restored subject %s to %s by %s (%s): %d rolled back.%s",
@@ -266,7 +266,7 @@ func (g *Governor) bulkBatch(ctx context.Context, slots []string, points map[str
 	defer unlock()
 	now := g.now()
 	var res *BulkResult
-	err := g.store.Update(ctx, func(tx Tx) error {
+	err := g.storeUpdate(ctx, func(tx Tx) error {
 		res = newBulkResult() // an attempt that does not commit leaves nothing behind
 		btx := newBatchTx(tx, points)
 		for _, s := range slots {

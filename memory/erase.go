@@ -150,7 +150,7 @@ func (g *Governor) Erase(ctx context.Context, req ErasureRequest) (*ErasureResul
 	}
 	res := &ErasureResult{ID: req.ID, Scope: req.Scope}
 	summary := func() *ErasureSummary { return &ErasureSummary{ID: req.ID, Scope: req.Scope} }
-	if err := g.store.Update(ctx, func(tx Tx) error {
+	if err := g.storeUpdate(ctx, func(tx Tx) error {
 		return tx.AppendEvent(&Event{ID: g.newID(), Type: EventErasureStarted, At: g.now(), By: req.By, Reason: req.Reason, Erasure: summary()})
 	}); err != nil {
 		return nil, fmt.Errorf("erasure %s: journal: %w", req.ID, err)
@@ -171,7 +171,7 @@ func (g *Governor) Erase(ctx context.Context, req ErasureRequest) (*ErasureResul
 	}
 	done := summary()
 	done.Counts = &res.Counts
-	if err := g.store.Update(ctx, func(tx Tx) error {
+	if err := g.storeUpdate(ctx, func(tx Tx) error {
 		return tx.AppendEvent(&Event{ID: g.newID(), Type: EventErasureDone, At: g.now(), By: req.By, Reason: req.Reason, Erasure: done})
 	}); err != nil {
 		return nil, fmt.Errorf("erasure %s: record the outcome: %w", req.ID, err)

@@ -18,7 +18,9 @@ type Options struct {
 	Observer   Observer
 	Logger     *slog.Logger
 	Now        func() time.Time
-	NewID      func() string
+	// NewID names records, events and notices (default NewULIDSource). The
+	// ids it returns must increase: the audit log is read in their order.
+	NewID func() string
 	// Outbox enables storing reviewer notifications with each transition;
 	// Waker, if set, is told after commit that there is something to deliver.
 	Outbox bool
@@ -80,6 +82,7 @@ type Governor struct {
 	facts   factLocks       // per-subject serialization of free text (facts.go)
 	mode    atomic.Bool     // shadow mode (shadow.go)
 	stripes [256]sync.Mutex // per-slot serialization; the store's conflict detection backs it up
+	writes  writesUnderWay  // transactions yet to commit, for followers of the audit log (horizon.go)
 }
 
 // NewGovernor returns a Governor with defaults filled in.

@@ -50,8 +50,10 @@ func (g *Governor) update(ctx context.Context, unlock func(), fn func(Tx) error)
 	d, ok := g.store.(SyncDeferrer)
 	if !ok {
 		defer unlock()
-		return g.store.Update(ctx, fn)
+		return g.storeUpdate(ctx, fn)
 	}
+	end := g.beginWrite()
+	defer end() // durable, or failed: no longer under way either way
 	released := false
 	release := func() {
 		if !released {

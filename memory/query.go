@@ -473,8 +473,12 @@ func (g *Governor) Events(ctx context.Context, after string, limit int) ([]*Even
 		return nil, err
 	}
 	out := []*Event{}
+	horizon := g.eventHorizon()
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		return tx.ScanEvents(after, func(e *Event) bool {
+			if e.ID >= horizon {
+				return false
+			}
 			out = append(out, e)
 			return limit <= 0 || len(out) < limit
 		})
@@ -505,8 +509,11 @@ const pageOverhead = 128
 // of JSON for the page (maxBytes <= 0: EventPageBytes), except that a page
 // always holds the first event after the cursor whatever its size. Next is
 // set when events remain, so a client pages through the log with no gaps
-// and no repeats. An event's size counts as json.Marshal encodes it, an
-// upper bound of what an encoder that does not escape HTML writes.
+// and no repeats: a page ends before the first id a write still under way
+// in this process may use (eventHorizon), so no event commits later behind
+// a cursor (a PostgreSQL fleet's other instances are not waited for). An
+// event's size counts as json.Marshal encodes it, an upper bound of what
+// an encoder that does not escape HTML writes.
 func (g *Governor) EventsPage(ctx context.Context, after string, limit, maxBytes int) (*EventPage, error) {
 	if err := CheckLookupID("after", after); err != nil {
 		return nil, err
@@ -515,11 +522,16 @@ func (g *Governor) EventsPage(ctx context.Context, after string, limit, maxBytes
 		maxBytes = EventPageBytes
 	}
 	var page *EventPage
+	// Asked before the snapshot is taken: see eventHorizon.
+	horizon := g.eventHorizon()
 	err := g.store.View(ctx, func(tx ReadTx) error {
 		page = &EventPage{Events: []*Event{}}
 		size := pageOverhead
 		var scanErr error
 		err := tx.ScanEvents(after, func(e *Event) bool {
+			if e.ID >= horizon {
+				return false // a transaction under way may yet write one before it
+			}
 			n := len(page.Events)
 			if limit > 0 && n >= limit {
 				page.Next = page.Events[n-1].ID // one more event: the page is full
