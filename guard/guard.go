@@ -308,13 +308,65 @@ func (g *Guard) run(ctx context.Context, w *fsnotify.Watcher) {
 			g.recheckRefused(ctx, w)
 			g.followDecisions(ctx)
 			if polls%60 == 0 {
-				if err := g.scanAll(ctx, time.Now()); err != nil {
-					g.log.Warn("rescanning guarded files", "err", err)
-				}
+				g.rescan(ctx)
 			}
 			g.mu.Unlock()
 		}
 	}
+}
+
+// rescan is the backstop of the watch and of the audit log: every file
+// judged again, and every guarded entry made to show its slot's active
+// version, which catches a decision whose event the cursor passed (one
+// another instance of a fleet committed late: eventHorizon counts this
+// process's writes only). Called with g.mu held.
+func (g *Guard) rescan(ctx context.Context) {
+	if err := g.scanAll(ctx, time.Now()); err != nil {
+		g.log.Warn("rescanning guarded files", "err", err)
+	}
+	byFile := map[string][]string{}
+	for slot, p := range g.slots {
+		byFile[p] = append(byFile[p], slot)
+	}
+	for p, slots := range byFile {
+		if err := g.reconcileChanged(ctx, p, slots); err != nil {
+			g.noteError(ctx, p, ReasonDecision, "putting guarded entries' active versions in their file", err)
+		}
+	}
+}
+
+// reconcileChanged reconciles the slots of file p whose active version is
+// not the one the file shows: one state read for the file and one store
+// read a slot, so that the backstop stays cheap for a large file.
+func (g *Guard) reconcileChanged(ctx context.Context, p string, slots []string) error {
+	st, err := loadState(ctx, g.o.KV, p)
+	if err != nil || st == nil {
+		return err
+	}
+	shown := map[string]string{} // slot -> the version the file shows
+	for _, e := range st.Entries {
+		shown[e.Slot] = e.Record
+	}
+	for _, slot := range slots {
+		active, err := g.o.Gov.ActiveInSlot(ctx, slot)
+		if memory.ErrorCode(err) == memory.ENOTFOUND {
+			active, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
+		want := ""
+		if active != nil {
+			want = active.ID
+		}
+		if shown[slot] == want {
+			continue
+		}
+		if err := g.reconcile(ctx, slot); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // match reports whether p is a guarded file, and its path relative to its

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -265,4 +266,42 @@ func (e *ienv) activeWith(s string) *memory.Record {
 		}
 	}
 	return nil
+}
+
+// A decision whose event the guard's cursor passed (one another instance
+// of a fleet committed late) still reaches the file at the periodic
+// rescan: a rolled-back edit is undone there too.
+func TestTheRescanCatchesADecisionTheCursorPassed(t *testing.T) {
+	const (
+		base   = "# USER.md\n\n- Alice prefers green tea.\n"
+		edited = "# USER.md\n\n- Alice prefers black tea.\n"
+	)
+	e := newIEnv(t, 0)
+	p := e.path("USER.md")
+	must(t, os.WriteFile(p, []byte(base), 0o644))
+	e.govern("USER.md")
+	must(t, os.WriteFile(p, []byte(edited), 0o644))
+	e.govern("USER.md")
+	black := e.activeWith("black tea")
+	if black == nil {
+		t.Fatal("the edit was not applied")
+	}
+	if _, err := e.gov.Rollback(e.ctx, black.ID, false, "wrong", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	e.g.mu.Lock()
+	defer e.g.mu.Unlock()
+	e.g.cursor = ulid.MustNew(ulid.Timestamp(time.Now().Add(time.Second)), nil).String() // past the rollback's events
+	e.g.followDecisions(e.ctx)
+	if got := read(t, p); got != edited {
+		t.Fatalf("the file changed without the event:\n%s", got)
+	}
+	e.g.rescan(e.ctx)
+	if got := read(t, p); got != base {
+		t.Fatalf("after the rescan the file reads\n%s\nwant\n%s", got, base)
+	}
+	e.g.rescan(e.ctx) // and again: nothing left to do
+	if got := read(t, p); got != base {
+		t.Fatalf("a second rescan changed the file:\n%s", got)
+	}
 }
