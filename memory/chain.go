@@ -82,38 +82,82 @@ const chainDomain = "memgate audit event v1\n"
 func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error) {
 	var salt [16]byte
 	rand.Read(salt[:]) // never fails (crypto/rand)
+	return sealEvent(e, head, hex.EncodeToString(salt[:]))
+}
+
+// sealEvent seals e with the salt given. The text parts (Input, Reason),
+// the largest, are encoded once apart and hashed and stored from those
+// bytes; the rest goes through a map as the chain's definition says. The
+// hashes and the stored bytes are those of decoding the whole event into
+// a map and encoding it again (TestSealEventMatchesTheMapRoundTrip).
+func sealEvent(e *Event, head ChainHead, salt string) (doc []byte, next ChainHead, err error) {
 	c := *e
 	c.Seq, c.Prev, c.PrevID = head.Seq+1, head.Hash, head.EventID
-	c.Salt, c.TextHash, c.Erased = hex.EncodeToString(salt[:]), "", ""
+	c.Salt, c.TextHash, c.Erased = salt, "", ""
+	fail := func(err error) ([]byte, ChainHead, error) {
+		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+	}
+	// As stored (compact, <, > and & as they are) and as hashed (those
+	// escaped, as json.Marshal writes them).
+	stored, hashed := map[string]json.RawMessage{}, map[string]json.RawMessage{}
+	if len(c.Input) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, c.Input); err != nil {
+			return fail(err)
+		}
+		stored["input"] = b.Bytes()
+	}
+	if c.Reason != "" {
+		if stored["reason"], err = MarshalStored(c.Reason); err != nil {
+			return fail(err)
+		}
+	}
+	for k, v := range stored {
+		var b bytes.Buffer
+		json.HTMLEscape(&b, v)
+		hashed[k] = b.Bytes()
+	}
+	c.Input, c.Reason = nil, ""
 	raw, err := MarshalStored(&c)
 	if err != nil {
-		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+		return fail(err)
 	}
 	m := map[string]json.RawMessage{}
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+		return fail(err)
 	}
-	// The parts once (textHash and headerHash would each split them):
-	// the text hash joins the header, as it joins m.
-	hdr, text, err := eventParts(m)
+	hdr, text, err := eventParts(m) // text: the decision's messages, if any
 	if err != nil {
-		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+		return fail(err)
 	}
-	th, err := hashText(text, c.Salt)
-	if err != nil {
-		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
-	}
-	m["textHash"], _ = json.Marshal(th)
-	hdr["textHash"] = m["textHash"]
+	maps.Copy(text, hashed)
+	sum := sha256.New()
+	sum.Write([]byte(c.Salt))
+	sum.Write(appendObject(nil, text))
+	th, _ := json.Marshal(hex.EncodeToString(sum.Sum(nil)))
+	m["textHash"], hdr["textHash"] = th, th
 	h, err := hashHeader(hdr)
 	if err != nil {
-		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+		return fail(err)
 	}
-	doc, err = MarshalStored(m)
-	if err != nil {
-		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+	maps.Copy(m, stored)
+	return appendObject(nil, m), ChainHead{Seq: c.Seq, Hash: h, EventID: c.ID}, nil
+}
+
+// appendObject appends m as a JSON object with its keys sorted, as
+// json.Marshal and MarshalStored write a map, its values as they are:
+// each must already be compact (and escaped, where the result must be
+// json.Marshal's).
+func appendObject(dst []byte, m map[string]json.RawMessage) []byte {
+	dst = append(dst, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		key, _ := json.Marshal(k) // a string always encodes
+		dst = append(append(append(dst, key...), ':'), m[k]...)
 	}
-	return doc, ChainHead{Seq: c.Seq, Hash: h, EventID: c.ID}, nil
+	return append(dst, '}')
 }
 
 // eventParts splits an event's JSON into what its hash covers directly

@@ -186,12 +186,108 @@ func BenchmarkSealEvent(b *testing.B) {
 	e := &Event{ID: "01JBENCH0000000000000000", Type: EventApplied, At: time.Unix(1, 0).UTC(), RecordID: "01JREC", SlotID: "slot_1",
 		Input: in, Decision: &Decision{Risk: RiskLow, Action: ActionApply, Categories: []string{}, Affects: []string{"answers"},
 			Reasons: []Reason{{Rule: "knowledge_verified", Message: "low-risk knowledge"}, {Rule: "new_fact", Message: "a new fact"}}}}
+	// "parts" is SealEvent; "map" the round trip it replaced, for the
+	// ratio in one run.
+	for _, bc := range []struct {
+		name string
+		seal func(*Event, ChainHead, string) ([]byte, ChainHead, error)
+	}{{"parts", sealEvent}, {"map", sealEventByMap}} {
+		b.Run(bc.name, func(b *testing.B) {
+			var head ChainHead
+			for b.Loop() {
+				_, next, err := bc.seal(e, head, "00112233445566778899aabbccddeeff")
+				if err != nil {
+					b.Fatal(err)
+				}
+				head = next
+			}
+		})
+	}
+}
+
+// sealEventByMap is the chain's definition followed step by step (the
+// seal before it encoded the text parts apart): the whole event encoded,
+// decoded into a map, hashed from the map and encoded again.
+func sealEventByMap(e *Event, head ChainHead, salt string) ([]byte, ChainHead, error) {
+	c := *e
+	c.Seq, c.Prev, c.PrevID = head.Seq+1, head.Hash, head.EventID
+	c.Salt, c.TextHash, c.Erased = salt, "", ""
+	raw, err := MarshalStored(&c)
+	if err != nil {
+		return nil, head, err
+	}
+	m := map[string]json.RawMessage{}
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, head, err
+	}
+	hdr, text, err := eventParts(m)
+	if err != nil {
+		return nil, head, err
+	}
+	th, err := hashText(text, c.Salt)
+	if err != nil {
+		return nil, head, err
+	}
+	m["textHash"], _ = json.Marshal(th)
+	hdr["textHash"] = m["textHash"]
+	h, err := hashHeader(hdr)
+	if err != nil {
+		return nil, head, err
+	}
+	doc, err := MarshalStored(m)
+	return doc, ChainHead{Seq: c.Seq, Hash: h, EventID: c.ID}, err
+}
+
+// The seal takes the text parts apart to encode them once; the stored
+// bytes and both hashes are those of the map round trip, for text with
+// what JSON escapes (<, >, &, U+2028, quotes, control characters),
+// input that is not compact or holds escapes, and every optional part
+// present or absent.
+func TestSealEventMatchesTheMapRoundTrip(t *testing.T) {
+	texts := []string{"", "plain", "a <b> & c", "line\u2028sep\u2029", `quote " and \ back`, "tab\tnew\nline\x01",
+		"中文 <重要> & 细节", "emoji 🙂 & é"}
+	inputs := []json.RawMessage{nil, json.RawMessage(`null`), json.RawMessage(` { "z" : 1 , "a" : [ 1, 2 ] } `),
+		json.RawMessage(`{"s":"\u003cb\u003e & <i>","u":"\u2028"}`), json.RawMessage("{\"t\":\"x\u2028y <&>\"}")}
+	decisions := []*Decision{nil,
+		{Risk: RiskLow, Action: ActionApply},
+		{Risk: RiskHigh, Action: ActionReview, Categories: []string{"strategy"}, Affects: []string{"actions"},
+			Reasons: []Reason{{Rule: "r1", Message: ""}, {Rule: "r2", Message: "quotes <the> text & more"}}},
+		{Risk: RiskHigh, Action: ActionReject, Reasons: []Reason{{Rule: "only", Message: ""}}}}
+	n := 0
 	var head ChainHead
-	for b.Loop() {
-		_, next, err := SealEvent(e, head)
-		if err != nil {
-			b.Fatal(err)
+	for i, text := range texts {
+		for j, in := range inputs {
+			for k, d := range decisions {
+				e := &Event{ID: fmt.Sprintf("ev%03d", n), Type: EventApplied, At: time.Unix(int64(n), 7).UTC(),
+					RecordID: "r<1>", Reason: text, Input: in, Decision: d}
+				if (i+j+k)%2 == 0 {
+					e.Actor = &Actor{AgentID: "agent & co", RunID: text}
+					e.Related = []string{"a", text}
+					e.Erasure = &ErasureSummary{ID: "er1"}
+					e.By = text
+				}
+				salt := fmt.Sprintf("%032x", n)
+				want, wantHead, err := sealEventByMap(e, head, salt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, gotHead, err := sealEvent(e, head, salt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) || gotHead != wantHead {
+					t.Fatalf("event %d:\n got %s %+v\nwant %s %+v", n, got, gotHead, want, wantHead)
+				}
+				if h, err := EventHash(got); err != nil || h != gotHead.Hash {
+					t.Fatalf("event %d: EventHash %s, %v; sealed %s", n, h, err, gotHead.Hash)
+				}
+				head = gotHead
+				n++
+			}
 		}
-		head = next
+	}
+	bad := &Event{ID: "bad", Input: json.RawMessage(`{"unclosed":`)}
+	if _, _, err := sealEvent(bad, head, "00"); err == nil {
+		t.Fatal("an event with invalid input was sealed")
 	}
 }
