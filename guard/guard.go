@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -85,6 +86,9 @@ type Guard struct {
 	files  map[string]bool   // guarded files memgate has state for
 	parked map[string]bool   // files with changes waiting for review
 	cursor string            // audit log position for rollbacks and restores
+	// checkFrom is where the next rescan's turn of slot checks starts;
+	// checksPerRescan is slotChecksPerRescan (tests take smaller turns).
+	checkFrom, checksPerRescan int
 
 	runID     string          // the run id of this guard's writes
 	baselined map[string]bool // directories whose files existing at first start were adopted
@@ -152,7 +156,8 @@ func New(o Options) (*Guard, error) {
 	}
 	return &Guard{o: o, log: o.Logger.With("component", "guard"), met: o.Metrics,
 		slots: map[string]string{}, files: map[string]bool{}, parked: map[string]bool{}, ready: make(chan struct{}),
-		runID: "markdown-" + ulid.Make().String(), baselined: map[string]bool{}, roots: roots, refused: map[string]Refusal{}}, nil
+		runID: "markdown-" + ulid.Make().String(), baselined: map[string]bool{}, roots: roots, refused: map[string]Refusal{},
+		checksPerRescan: slotChecksPerRescan}, nil
 }
 
 // Run judges what changed while memgate was not watching (a file seen
@@ -315,19 +320,33 @@ func (g *Guard) run(ctx context.Context, w *fsnotify.Watcher) {
 	}
 }
 
+// slotChecksPerRescan bounds the slots a rescan compares with their files:
+// a workspace of up to that many entries is checked whole every rescan,
+// a larger one in turns (20,000 entries: every 20 rescans, 10 minutes at
+// the default poll), so that a rescan costs about what judging the files
+// does (BENCHMARKS.md, "Markdown guard").
+const slotChecksPerRescan = 1000
+
 // rescan is the backstop of the watch and of the audit log: every file
-// judged again, and every guarded entry made to show its slot's active
+// judged again, and guarded entries made to show their slot's active
 // version, which catches a decision whose event the cursor passed (one
-// another instance of a fleet committed late: eventHorizon counts this
-// process's writes only). Called with g.mu held.
+// another instance of a fleet committed late: the horizon of the audit
+// log counts this process's writes only). Called with g.mu held.
 func (g *Guard) rescan(ctx context.Context) {
 	if err := g.scanAll(ctx, time.Now()); err != nil {
 		g.log.Warn("rescanning guarded files", "err", err)
 	}
-	byFile := map[string][]string{}
-	for slot, p := range g.slots {
-		byFile[p] = append(byFile[p], slot)
+	slots := slices.Sorted(maps.Keys(g.slots))
+	if len(slots) == 0 {
+		return
 	}
+	byFile := map[string][]string{}
+	start := g.checkFrom % len(slots)
+	for i := range min(len(slots), g.checksPerRescan) {
+		slot := slots[(start+i)%len(slots)]
+		byFile[g.slots[slot]] = append(byFile[g.slots[slot]], slot)
+	}
+	g.checkFrom = start + g.checksPerRescan
 	for p, slots := range byFile {
 		if err := g.reconcileChanged(ctx, p, slots); err != nil {
 			g.noteError(ctx, p, ReasonDecision, "putting guarded entries' active versions in their file", err)

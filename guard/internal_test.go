@@ -270,11 +270,12 @@ func (e *ienv) activeWith(s string) *memory.Record {
 
 // A decision whose event the guard's cursor passed (one another instance
 // of a fleet committed late) still reaches the file at the periodic
-// rescan: a rolled-back edit is undone there too.
+// rescan: rolled-back edits are undone there too, a turn of slots a
+// rescan (here one), every slot within as many rescans as there are.
 func TestTheRescanCatchesADecisionTheCursorPassed(t *testing.T) {
 	const (
-		base   = "# USER.md\n\n- Alice prefers green tea.\n"
-		edited = "# USER.md\n\n- Alice prefers black tea.\n"
+		base   = "# USER.md\n\n- Alice prefers green tea.\n- Bob prefers coffee.\n- Carol prefers cocoa.\n"
+		edited = "# USER.md\n\n- Alice prefers black tea.\n- Bob prefers espresso.\n- Carol prefers juice.\n"
 	)
 	e := newIEnv(t, 0)
 	p := e.path("USER.md")
@@ -282,26 +283,42 @@ func TestTheRescanCatchesADecisionTheCursorPassed(t *testing.T) {
 	e.govern("USER.md")
 	must(t, os.WriteFile(p, []byte(edited), 0o644))
 	e.govern("USER.md")
-	black := e.activeWith("black tea")
-	if black == nil {
-		t.Fatal("the edit was not applied")
-	}
-	if _, err := e.gov.Rollback(e.ctx, black.ID, false, "wrong", "operator"); err != nil {
-		t.Fatal(err)
+	for _, s := range []string{"black tea", "espresso", "juice"} {
+		r := e.activeWith(s)
+		if r == nil {
+			t.Fatalf("the edit to %q was not applied", s)
+		}
+		if _, err := e.gov.Rollback(e.ctx, r.ID, false, "wrong", "operator"); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.g.mu.Lock()
 	defer e.g.mu.Unlock()
-	e.g.cursor = ulid.MustNew(ulid.Timestamp(time.Now().Add(time.Second)), nil).String() // past the rollback's events
+	e.g.cursor = ulid.MustNew(ulid.Timestamp(time.Now().Add(time.Second)), nil).String() // past the rollbacks' events
 	e.g.followDecisions(e.ctx)
 	if got := read(t, p); got != edited {
-		t.Fatalf("the file changed without the event:\n%s", got)
+		t.Fatalf("the file changed without the events:\n%s", got)
 	}
-	e.g.rescan(e.ctx)
+	e.g.checksPerRescan = 1
+	undone := func() (n int) {
+		for _, s := range []string{"green tea", "coffee", "cocoa"} {
+			if strings.Contains(read(t, p), s) {
+				n++
+			}
+		}
+		return n
+	}
+	for i := 1; i <= 3; i++ {
+		e.g.rescan(e.ctx)
+		if n := undone(); n != i {
+			t.Fatalf("after rescan %d, %d edits are undone in the file, want %d:\n%s", i, n, i, read(t, p))
+		}
+	}
 	if got := read(t, p); got != base {
-		t.Fatalf("after the rescan the file reads\n%s\nwant\n%s", got, base)
+		t.Fatalf("after the rescans the file reads\n%s\nwant\n%s", got, base)
 	}
 	e.g.rescan(e.ctx) // and again: nothing left to do
 	if got := read(t, p); got != base {
-		t.Fatalf("a second rescan changed the file:\n%s", got)
+		t.Fatalf("another rescan changed the file:\n%s", got)
 	}
 }
