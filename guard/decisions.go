@@ -266,7 +266,8 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 	// too: st already holds it, so judging that file against st would
 	// take the decision for the agent's change and undo it. What the agent
 	// changed is judged at the guard's next look, as for an edit made
-	// before the read. Ours, with a displaced write on top, has it.
+	// before the read. A version made on top of the guard's file has the
+	// decision already (fn, an insertion, must not run twice).
 	redo := func(content []byte, ours bool) ([]byte, error) {
 		if ours {
 			return content, nil

@@ -27,8 +27,10 @@ type rewriter struct {
 	rel  string // the file below it
 	max  int64  // the file size cap
 	// decide returns what the file must read, given the agent's version of
-	// it: its own file (raced), or the guard's with the agent's displaced
-	// writes on top (ours: it already reads the decision).
+	// it. ours: the guard's file has been on the path in this rewrite, so
+	// the version was made on top of it (the guard's file with displaced
+	// writes put back, or a write that replaced it) and already reads
+	// what the guard decided; else it is the agent's file as it was.
 	decide func(content []byte, ours bool) ([]byte, error)
 	// repaired is told of each agent write found in a rewrite and kept:
 	// displaced (put back on top) or not (the rename undone).
@@ -79,7 +81,7 @@ func (rw *rewriter) run(disk *fileSnap, next []byte, owed []owedWrite) (done, wr
 		for _, o := range owed {
 			content = onTop(o.base, o.agent, content)
 		}
-		if next, err = rw.decide(content, res.displaced != nil); err != nil {
+		if next, err = rw.decide(content, wrote); err != nil {
 			return false, wrote, err
 		}
 	}
