@@ -3,6 +3,7 @@ package guard
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -81,8 +82,16 @@ func (g *Guard) followParked(ctx context.Context, p string) error {
 		case err == nil && (rec.Status == memory.StatusActive || rec.Status == memory.StatusDeleted) && rec.Review != nil:
 			// Out of the list in the same save as the write-back (edit),
 			// so that a failure later never writes it back twice.
-			st.Parked = slices.DeleteFunc(st.Parked, func(x parkedEntry) bool { return x.Record == pe.Record })
-			if err := g.writeBack(ctx, st, pe, rec); err != nil {
+			listed := st.Parked
+			st.Parked = slices.DeleteFunc(slices.Clone(st.Parked), func(x parkedEntry) bool { return x.Record == pe.Record })
+			if err := g.writeBack(ctx, st, pe, rec); errors.Is(err, errOutrun) {
+				// Not written: back in the list, for the next poll.
+				st.Parked = listed
+				if err := saveState(ctx, g.o.KV, st); err != nil {
+					return err
+				}
+				return err
+			} else if err != nil {
 				return err
 			}
 			g.met.onWriteBack()
@@ -235,6 +244,7 @@ func itemOf(summary string) string {
 // edited it since, to its edits too, which are judged next). assign gives
 // the slots of the texts the edit puts in.
 func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte, assign map[string]entryState) error {
+	before := fileState{Path: st.Path, Content: st.Content, Entries: slices.Clone(st.Entries), Parked: slices.Clone(st.Parked)}
 	placed := map[string][]entryState{}
 	for text, e := range assign {
 		placed[text] = []entryState{e}
@@ -274,8 +284,25 @@ func (g *Guard) edit(ctx context.Context, st *fileState, fn func([]byte) []byte,
 		}
 		return fn(content), nil
 	}
-	return g.settle(ctx, st.Path, st, disk, nextFile, time.Now(), redo)
+	done, err := g.settle(ctx, st.Path, st, disk, nextFile, time.Now(), redo)
+	if err != nil || done {
+		return err
+	}
+	// The agent won every round: the file does not show the decision.
+	// What memgate accepted goes back to what the file was made from, so
+	// that the agent's writes are judged against that, never the
+	// decision taken for their undoing; the decision is put in again at
+	// a later turn (followParked on the next poll, the rescan's check).
+	*st = before
+	if err := saveState(ctx, g.o.KV, st); err != nil {
+		return err
+	}
+	return errOutrun
 }
+
+// errOutrun: the agent wrote the file again in every round of a rewrite
+// that was to put a decision in it.
+var errOutrun = errors.New("guard: the agent rewrote the file in every round of putting a decision in it; trying again later")
 
 // reconcileAll puts every guarded entry's active version in its file: what
 // was decided while memgate was down.

@@ -78,7 +78,10 @@ func (g *Guard) governFile(ctx context.Context, p string, since time.Time) error
 	if err != nil {
 		return err
 	}
-	return g.settle(ctx, p, st, disk, next, since, g.judging(ctx, p, st))
+	// Not done (the agent outran the rewrite): its last write is judged
+	// at its next event.
+	_, err = g.settle(ctx, p, st, disk, next, since, g.judging(ctx, p, st))
+	return err
 }
 
 // decide judges content, the agent's version of a file, against what
@@ -230,12 +233,13 @@ func (g *Guard) decide(ctx context.Context, p string, st *fileState, content []b
 // settle makes the file at p read next (decided about, st saved), without
 // losing a write of the agent's (rewriter.run): redo says what the file
 // must read instead when the agent's version is found there. It takes
-// disk, the file as read, and closes it.
-func (g *Guard) settle(ctx context.Context, p string, st *fileState, disk *fileSnap, next []byte, since time.Time, redo func(content []byte, ours bool) ([]byte, error), owed ...owedWrite) error {
+// disk, the file as read, and closes it. done is false when the agent won
+// every round (maxRaced): its last write stands, unsettled.
+func (g *Guard) settle(ctx context.Context, p string, st *fileState, disk *fileSnap, next []byte, since time.Time, redo func(content []byte, ours bool) ([]byte, error), owed ...owedWrite) (done bool, err error) {
 	root, rel, ok := g.locate(p)
 	if !ok {
 		disk.close()
-		return fmt.Errorf("guard: %s is not under a guarded directory", escapeText(p))
+		return false, fmt.Errorf("guard: %s is not under a guarded directory", escapeText(p))
 	}
 	rw := rewriter{root: root, rel: rel, max: g.o.MaxFileBytes,
 		decide: redo,
@@ -248,12 +252,12 @@ func (g *Guard) settle(ctx context.Context, p string, st *fileState, disk *fileS
 		hold: func(f *os.File, base []byte) { g.hold(p, f, base) }}
 	done, wrote, err := rw.run(disk, next, owed)
 	if err != nil || !done {
-		return err
+		return false, err
 	}
 	if wrote {
 		g.met.observeRevert(time.Since(since))
 	}
-	return g.settled(ctx, st)
+	return true, g.settled(ctx, st)
 }
 
 // judging is settle's redo where the file's change is the agent's: its
@@ -298,7 +302,8 @@ func (g *Guard) putBack(ctx context.Context, p string, root int, rel string, bas
 		disk.close()
 		return err
 	}
-	return g.settle(ctx, p, st, disk, next, time.Now(), g.judging(ctx, p, st), owedWrite{base: base, agent: agent})
+	_, err = g.settle(ctx, p, st, disk, next, time.Now(), g.judging(ctx, p, st), owedWrite{base: base, agent: agent})
+	return err
 }
 
 // onTop applies the agent's change from base to agent on top of onto (what
@@ -393,7 +398,10 @@ func (g *Guard) adopt(ctx context.Context, p string, disk *fileSnap, since time.
 	}
 	g.addSlots(st)
 	g.log.Info("adopted a memory file as the baseline", "file", g.rel(p), "entries", len(st.Entries), "removed", len(undo.Changes))
-	return g.settle(ctx, p, st, disk, next, since, g.judging(ctx, p, st))
+	// Not done (the agent outran the rewrite): its last write is judged
+	// at its next event.
+	_, err := g.settle(ctx, p, st, disk, next, since, g.judging(ctx, p, st))
+	return err
 }
 
 // candidate is the write a change stands for.

@@ -322,3 +322,96 @@ func TestTheRescanCatchesADecisionTheCursorPassed(t *testing.T) {
 		t.Fatalf("another rescan changed the file:\n%s", got)
 	}
 }
+
+// An agent that rewrites the file in every round of the guard's putting a
+// rollback in it (maxRaced) keeps its file, and the rolled-back version
+// stays rolled back: what memgate accepted goes back to what the file was
+// made from, so the guard's next look finds no change of the agent's to
+// judge, and the rescan puts the rollback in once the agent lets it.
+func TestAnAgentThatOutrunsARollbackNeverGetsItUndone(t *testing.T) {
+	const (
+		base   = "# USER.md\n\n- Alice prefers green tea.\n"
+		edited = "# USER.md\n\n- Alice prefers black tea.\n"
+	)
+	e := newIEnv(t, 0)
+	p := e.path("USER.md")
+	must(t, os.WriteFile(p, []byte(base), 0o644))
+	e.govern("USER.md")
+	must(t, os.WriteFile(p, []byte(edited), 0o644))
+	e.govern("USER.md")
+	black := e.activeWith("black tea")
+	if black == nil {
+		t.Fatal("the edit was not applied")
+	}
+	if _, err := e.gov.Rollback(e.ctx, black.ID, false, "wrong", "operator"); err != nil {
+		t.Fatal(err)
+	}
+	rounds := 0
+	testHookBeforeRename = func(string) { // the agent saves its file again, every time
+		rounds++
+		must(t, os.WriteFile(p+".tmp", []byte(edited), 0o644))
+		must(t, os.Rename(p+".tmp", p))
+	}
+	t.Cleanup(func() { testHookBeforeRename = nil })
+	e.g.mu.Lock()
+	e.g.followDecisions(e.ctx)
+	e.g.mu.Unlock()
+	testHookBeforeRename = nil
+	if rounds <= maxRaced {
+		t.Fatalf("the rewrite gave up after %d rounds, want more than %d", rounds, maxRaced)
+	}
+	if got := read(t, p); got != edited {
+		t.Fatalf("the file reads\n%s\nwant the agent's", got)
+	}
+	e.govern("USER.md") // the guard's next look at the agent's file
+	if e.activeWith("black tea") != nil || e.activeWith("green tea") == nil {
+		t.Fatal("the rolled-back version was applied again as the agent's edit")
+	}
+	e.g.mu.Lock()
+	e.g.rescan(e.ctx)
+	e.g.mu.Unlock()
+	if got := read(t, p); got != base {
+		t.Fatalf("after the rescan the file reads\n%s\nwant\n%s", got, base)
+	}
+}
+
+// The same for an approved change's write-back: outrun, it stays on the
+// file's parked list and is written back at a later poll, once.
+func TestAnApprovedWriteBackOutrunIsWrittenBackLater(t *testing.T) {
+	e := newIEnv(t, 0)
+	p := e.path("MEMORY.md")
+	must(t, os.WriteFile(p, []byte(baseMD), 0o644))
+	e.govern("MEMORY.md")
+	rule := "- " + ruleMark + ": deploy on Fridays.\n"
+	must(t, os.WriteFile(p, []byte(baseMD+rule), 0o644))
+	e.govern("MEMORY.md") // parked, undone
+	parked := e.pending()
+	if len(parked) != 1 || read(t, p) != baseMD {
+		t.Fatalf("%d parked, file\n%s", len(parked), read(t, p))
+	}
+	if _, err := e.gov.Approve(e.ctx, parked[0].ID, memory.Review{By: "reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	testHookBeforeRename = func(string) {
+		must(t, os.WriteFile(p+".tmp", []byte(baseMD), 0o644))
+		must(t, os.Rename(p+".tmp", p))
+	}
+	t.Cleanup(func() { testHookBeforeRename = nil })
+	e.g.mu.Lock()
+	defer e.g.mu.Unlock()
+	e.g.followDecisions(e.ctx)
+	testHookBeforeRename = nil
+	if got := read(t, p); got != baseMD {
+		t.Fatalf("the file reads\n%s\nwant the agent's", got)
+	}
+	st, err := loadState(e.ctx, e.st, p)
+	must(t, err)
+	if len(st.Parked) != 1 || st.Content != baseMD {
+		t.Fatalf("after the outrun write-back: %d parked, accepted\n%s", len(st.Parked), st.Content)
+	}
+	e.g.followDecisions(e.ctx)
+	e.g.followDecisions(e.ctx)
+	if got := read(t, p); got != baseMD+rule {
+		t.Fatalf("at the next polls the file reads\n%s\nwant\n%s", got, baseMD+rule)
+	}
+}
