@@ -225,6 +225,7 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 	t.Cleanup(func() { testHookBeforeRename = nil })
 
 	written := map[string][]string{}
+	how := map[string]string{} // line -> the round that wrote it, for a failure's message
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range rounds {
 		rel := fmt.Sprintf("f%02d.md", i%files)
@@ -234,16 +235,30 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 		}
 		must(t, appendLine(p, rule+"\n")) // the parked rule, written again
 		line := fmt.Sprintf("- Alice noted item %d of the harbour survey.", i)
-		op, pause := agentOps[rng.IntN(len(agentOps))], time.Duration(rng.IntN(200))*time.Microsecond
-		wait := agentWrite(kick, pause, func() error { return op(p, line, rule) })
+		k, pause := rng.IntN(len(agentOps)), time.Duration(rng.IntN(200))*time.Microsecond
+		wait := agentWrite(kick, pause, func() error { return agentOps[k](p, line, rule) })
 		disk, err := readBeneath(root, rel, testCap) // the guard
 		must(t, err)
 		next, _ := dropRule(disk.data)
-		if _, _, err := rw(rel).run(disk, next, nil); err != nil {
+		before := repairs
+		done, wrote, err := rw(rel).run(disk, next, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
 		must(t, wait())
 		written[rel] = append(written[rel], line)
+		how[line] = fmt.Sprintf("round %d: agent op %d after %v or the rename window; rewrite done=%v wrote=%v, %d repairs",
+			i, k, pause, done, wrote, repairs-before)
+		// Where a line goes missing, the round that lost it is named
+		// (while no replaced file is held, every line is in the file).
+		if len(held) == 0 {
+			file := read(t, p)
+			for _, l := range written[rel] {
+				if !strings.Contains(file, l+"\n") {
+					t.Fatalf("%s lost the agent's %q (%s) in round %d (%s)", rel, l, how[l], i, how[line])
+				}
+			}
+		}
 	}
 	if len(held) > 0 {
 		t.Fatalf("%d replaced files still held open by the agent after its write", len(held))
@@ -258,7 +273,7 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 		file := read(t, filepath.Join(ws, rel))
 		for _, l := range lines {
 			if !strings.Contains(file, l+"\n") {
-				t.Fatalf("%s lost the agent's %q", rel, l)
+				t.Fatalf("%s lost the agent's %q (%s) in the last pass", rel, l, how[l])
 			}
 		}
 		if strings.Contains(file, ruleMark) {
