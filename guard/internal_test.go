@@ -213,11 +213,7 @@ func TestADecisionMetByTheAgentInTheRenameWindowStays(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newIEnv(t, 0)
-			p := e.path("USER.md")
-			must(t, os.WriteFile(p, []byte(base), 0o644))
-			e.govern("USER.md") // adopted
-			must(t, os.WriteFile(p, []byte(edited), 0o644))
-			e.govern("USER.md") // both changes applied
+			p := e.adoptThenEdit("USER.md", base, edited) // both changes applied
 			green := e.activeWith("green tea")
 			if green != nil || e.activeWith("black tea") == nil || e.activeWith("two cats") == nil {
 				t.Fatal("the agent's edit was not applied")
@@ -255,6 +251,18 @@ func TestADecisionMetByTheAgentInTheRenameWindowStays(t *testing.T) {
 	}
 }
 
+// adoptThenEdit writes base to rel, has the guard adopt it, then writes
+// edited and has the guard judge the edit; it returns the file's path.
+func (e *ienv) adoptThenEdit(rel, base, edited string) string {
+	e.t.Helper()
+	p := e.path(rel)
+	must(e.t, os.WriteFile(p, []byte(base), 0o644))
+	e.govern(rel)
+	must(e.t, os.WriteFile(p, []byte(edited), 0o644))
+	e.govern(rel)
+	return p
+}
+
 // activeWith is the active record whose summary holds s, or nil.
 func (e *ienv) activeWith(s string) *memory.Record {
 	e.t.Helper()
@@ -278,11 +286,7 @@ func TestTheRescanCatchesADecisionTheCursorPassed(t *testing.T) {
 		edited = "# USER.md\n\n- Alice prefers black tea.\n- Bob prefers espresso.\n- Carol prefers juice.\n"
 	)
 	e := newIEnv(t, 0)
-	p := e.path("USER.md")
-	must(t, os.WriteFile(p, []byte(base), 0o644))
-	e.govern("USER.md")
-	must(t, os.WriteFile(p, []byte(edited), 0o644))
-	e.govern("USER.md")
+	p := e.adoptThenEdit("USER.md", base, edited)
 	for _, s := range []string{"black tea", "espresso", "juice"} {
 		r := e.activeWith(s)
 		if r == nil {
@@ -334,11 +338,7 @@ func TestAnAgentThatOutrunsARollbackNeverGetsItUndone(t *testing.T) {
 		edited = "# USER.md\n\n- Alice prefers black tea.\n"
 	)
 	e := newIEnv(t, 0)
-	p := e.path("USER.md")
-	must(t, os.WriteFile(p, []byte(base), 0o644))
-	e.govern("USER.md")
-	must(t, os.WriteFile(p, []byte(edited), 0o644))
-	e.govern("USER.md")
+	p := e.adoptThenEdit("USER.md", base, edited)
 	black := e.activeWith("black tea")
 	if black == nil {
 		t.Fatal("the edit was not applied")
