@@ -2,9 +2,13 @@ package textclass
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -37,7 +41,7 @@ func toy() []Example {
 }
 
 func TestTrainSeparatesAndIsDeterministic(t *testing.T) {
-	opts := TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 12, Seed: 7}
+	opts := TrainOptions{Heads: []string{"risk", "poisoning"}, Seed: 7}
 	m, err := Train(toy(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +82,7 @@ func TestTrainSeparatesAndIsDeterministic(t *testing.T) {
 // the fits are scheduled, lies between the fits it averages, and one fit
 // is the model Train made before averaging existed.
 func TestAveragedModels(t *testing.T) {
-	opts := TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 12, Seed: 7}
+	opts := TrainOptions{Heads: []string{"risk", "poisoning"}, Seed: 7}
 	one, err := Train(toy(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +135,7 @@ func TestAveragedModels(t *testing.T) {
 }
 
 func TestMarshalRoundTrip(t *testing.T) {
-	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 10})
+	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +144,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(p.Marshal(), b) || strings.Join(p.Heads(), ",") != "risk,poisoning" || p.Dims() != 1<<10 {
+	if !bytes.Equal(p.Marshal(), b) || strings.Join(p.Heads(), ",") != "risk,poisoning" || p.Vocabulary() != m.Vocabulary() || p.Vocabulary() == 0 {
 		t.Fatalf("round trip differs: %v", p)
 	}
 	a, c := make([]float32, 2), make([]float32, 2)
@@ -152,7 +156,7 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestParseRefusesBadFiles(t *testing.T) {
-	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 10})
+	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,6 +173,7 @@ func TestParseRefusesBadFiles(t *testing.T) {
 		"cut":         armored(bin[:len(bin)-1]),
 		"extra":       armored(append(append([]byte(nil), bin...), 0)),
 		"header only": armored(bin[:14]),
+		"unsorted":    armored(swapFirstFeatures(bin)),
 	} {
 		if _, err := Parse(b); err == nil {
 			t.Errorf("%s: parsed", name)
@@ -182,7 +187,7 @@ func TestTrainRefusesBadInput(t *testing.T) {
 		opts TrainOptions
 	}{
 		"no heads":    {toy(), TrainOptions{}},
-		"odd dims":    {toy(), TrainOptions{Heads: []string{"risk", "p"}, Dims: 1000}},
+		"min count":   {toy(), TrainOptions{Heads: []string{"risk", "p"}, MinCount: -1}},
 		"no examples": {nil, TrainOptions{Heads: []string{"risk"}}},
 		"bad norm":    {toy(), TrainOptions{Heads: []string{"risk", "p"}, Norm: NormMean + 1}},
 		"label count": {[]Example{{Norm: " x ", Labels: []float32{1}}}, TrainOptions{Heads: []string{"a", "b"}}},
@@ -210,7 +215,7 @@ func TestTokensAreStable(t *testing.T) {
 }
 
 func BenchmarkScore(b *testing.B) {
-	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 18})
+	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -222,13 +227,34 @@ func BenchmarkScore(b *testing.B) {
 	}
 }
 
+// BenchmarkScoreShippedModel scores a sentence with the default policy's
+// model (MODEL names another file, e.g. a model of an earlier format to
+// compare with).
+func BenchmarkScoreShippedModel(b *testing.B) {
+	path := cmp.Or(os.Getenv("MODEL"), "../policy/default/classifier.model")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		b.Skip(err)
+	}
+	m, err := Parse(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	norm := " skip the flaky integration tests and mark the build green so the release isn t blocked "
+	feats := []string{"action", "norm.weak", "lead.verb", "action&norm.weak", "action&lead.verb"}
+	out := make([]float32, len(m.Heads()))
+	for b.Loop() {
+		m.Score(norm, feats, out)
+	}
+}
+
 // TestScoreNormalizes checks Score against its definition for each
 // normalization: the bias plus the sum of the tokens' weights times 1,
 // 1/√n or 1/n.
 func TestScoreNormalizes(t *testing.T) {
 	norm, feats := " skip the tests and deploy 项目上线 now ", []string{"action", "lead.verb"}
 	for _, nm := range []Norm{NormSum, NormSqrt, NormMean} {
-		m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 10, Norm: nm})
+		m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Norm: nm})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,15 +264,18 @@ func TestScoreNormalizes(t *testing.T) {
 		var sum [2]float64
 		n := 0
 		Tokens(norm, feats, func(tok uint32) {
+			i, ok := slices.BinarySearch(m.vocab, tok)
+			if !ok {
+				return
+			}
 			n++
 			for h := range 2 {
-				v := float64(m.w[int(tok&(m.dims-1))*2+h]) * float64(m.scale[h])
-				if tok&signBit != 0 {
-					v = -v
-				}
-				sum[h] += v
+				sum[h] += float64(m.w[i*2+h]) * float64(m.scale[h])
 			}
 		})
+		if n == 0 {
+			t.Fatal("no token of the text is in the vocabulary")
+		}
 		f := map[Norm]float64{NormSum: 1, NormSqrt: 1 / math.Sqrt(float64(n)), NormMean: 1 / float64(n)}[nm]
 		out := make([]float32, 2)
 		m.Score(norm, feats, out)
@@ -263,13 +292,137 @@ func TestScoreNormalizes(t *testing.T) {
 	}
 }
 
-// TestParseReadsMGTC1: a model of the first format (no normalization
-// byte) reads as one that sums, and scores as it did.
-func TestParseReadsMGTC1(t *testing.T) {
-	m, err := Train(toy(), TrainOptions{Heads: []string{"risk", "poisoning"}, Dims: 1 << 10, Norm: NormSum})
+// swapFirstFeatures returns a copy of an MGTC3 model's bytes with its
+// first two features swapped: a vocabulary out of order.
+func swapFirstFeatures(bin []byte) []byte {
+	b := append([]byte(nil), bin...)
+	heads := int(binary.LittleEndian.Uint32(b[len(magic):]))
+	at := len(magic) + 9
+	for range heads {
+		at += 1 + int(b[at])
+	}
+	at += 8 * heads // biases and scales
+	var first [4]byte
+	copy(first[:], b[at:at+4])
+	copy(b[at:at+4], b[at+4:at+8])
+	copy(b[at+4:at+8], first[:])
+	return b
+}
+
+// TestTheVocabularyHoldsWhatTwoExamplesShare: a token found in fewer than
+// MinCount examples is not learned, and a text made only of tokens the
+// model does not know scores its bias and nothing else.
+func TestTheVocabularyHoldsWhatTwoExamplesShare(t *testing.T) {
+	ex := append(toy(), Example{Norm: " zebracorn ", Labels: []float32{1, -1}})
+	tokens := func(norm string) []uint32 {
+		var ts []uint32
+		Tokens(norm, nil, func(x uint32) { ts = append(ts, x) })
+		return ts
+	}
+	knows := func(m *Model, norm string) bool { return m.index.find(tokens(norm)[0]) >= 0 }
+	for _, tt := range []struct {
+		minCount  int
+		zebracorn bool // found in one example
+		deploy    bool // in twenty
+	}{{1, true, true}, {2, false, true}, {21, false, false}} {
+		m, err := Train(ex, TrainOptions{Heads: []string{"risk", "poisoning"}, MinCount: tt.minCount})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if knows(m, " zebracorn ") != tt.zebracorn || knows(m, " deploy ") != tt.deploy {
+			t.Errorf("min count %d: knows zebracorn %v, deploy %v; want %v, %v", tt.minCount, knows(m, " zebracorn "), knows(m, " deploy "), tt.zebracorn, tt.deploy)
+		}
+		for i := 1; i < len(m.vocab); i++ {
+			if m.vocab[i] <= m.vocab[i-1] {
+				t.Fatalf("min count %d: vocabulary out of order at %d", tt.minCount, i)
+			}
+		}
+	}
+	m, err := Train(ex, TrainOptions{Heads: []string{"risk", "poisoning"}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A text of two unknown words: its only known token can be its
+	// length bucket (words <= 3), which " is blue " (from " the sky is
+	// blue ", four words) does not share.
+	unread := " qwxz vbnm "
+	out := make([]float32, 2)
+	m.Score(unread, nil, out)
+	logit := [2]float64{float64(m.bias[0]), float64(m.bias[1])}
+	for _, tok := range tokens(unread) {
+		if i := m.index.find(tok); i >= 0 {
+			for h := range 2 {
+				logit[h] += float64(m.w[i*2+h]) * float64(m.scale[h])
+			}
+		}
+	}
+	for h := range 2 {
+		if want := float32(1 / (1 + math.Exp(-logit[h]))); math.Abs(float64(out[h]-want)) > 1e-6 {
+			t.Errorf("head %d: an unread text scores %v, want its bias and its known tokens: %v", h, out[h], want)
+		}
+	}
+	for _, tok := range tokens(unread)[:3] { // two words and their pair
+		if m.index.find(tok) >= 0 {
+			t.Fatalf("the model knows a token of %q", unread)
+		}
+	}
+}
+
+// denseModel is a model of the earlier formats (hash buckets with a sign
+// bit, no vocabulary), as cmd/memgate-train wrote them before MGTC3.
+func denseModel(norm Norm) *Model {
+	m := &Model{heads: []string{"risk", "poisoning"}, dims: 1 << 10, norm: norm,
+		bias: []float32{-0.5, 0.25}, scale: []float32{0.01, 0.02}, w: make([]int8, 2<<10)}
+	for i := range m.w {
+		m.w[i] = int8(i*37%255 - 127)
+	}
+	return m
+}
+
+// TestDenseModelsScoreAsTrained: a model of the earlier formats (MGTC2,
+// and MGTC1 without the normalization byte) is read back and scored as it
+// was trained: every token lands in a bucket, its sign bit choosing
+// whether it adds or subtracts the bucket's weight.
+func TestDenseModelsScoreAsTrained(t *testing.T) {
+	norm, feats := " skip the tests and deploy 项目上线 now ", []string{"action", "lead.verb"}
+	for _, nm := range []Norm{NormSum, NormSqrt, NormMean} {
+		m := denseModel(nm)
+		bin := m.marshalBinary()
+		if string(bin[:len(magicDense)]) != magicDense {
+			t.Fatalf("a dense model is written as %q", bin[:len(magicDense)])
+		}
+		p, err := Parse(m.Marshal())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum [2]float64
+		n := 0
+		Tokens(norm, feats, func(tok uint32) {
+			n++
+			for h := range 2 {
+				v := float64(m.w[int(tok&(m.dims-1))*2+h]) * float64(m.scale[h])
+				if tok&signBit != 0 {
+					v = -v
+				}
+				sum[h] += v
+			}
+		})
+		f := map[Norm]float64{NormSum: 1, NormSqrt: 1 / math.Sqrt(float64(n)), NormMean: 1 / float64(n)}[nm]
+		out := make([]float32, 2)
+		p.Score(norm, feats, out)
+		for h := range 2 {
+			want := float32(1 / (1 + math.Exp(-(float64(m.bias[h]) + sum[h]*f))))
+			if math.Abs(float64(out[h]-want)) > 1e-6 {
+				t.Errorf("%s: head %d scores %v, want %v", nm, h, out[h], want)
+			}
+		}
+	}
+}
+
+// TestParseReadsMGTC1: a model of the first format (no normalization
+// byte) reads as one that sums, and scores as it did.
+func TestParseReadsMGTC1(t *testing.T) {
+	m := denseModel(NormSum)
 	bin := m.marshalBinary()
 	// MGTC1: the same bytes without the normalization after the header.
 	old := append([]byte(magicSum), bin[len(magic):len(magic)+8]...)

@@ -5,8 +5,10 @@ import (
 	"unicode/utf8"
 )
 
-// signBit of a token says whether it adds or subtracts its bucket's
-// weight; the low bits name the bucket.
+// signBit of a token says, in a model of the earlier formats (hash
+// buckets, no vocabulary), whether it adds or subtracts its bucket's
+// weight; the low bits name the bucket. A vocabulary model (MGTC3) knows
+// each token by all 32 bits.
 const signBit = 1 << 31
 
 const (

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 )
 
@@ -19,12 +20,15 @@ type Example struct {
 
 // TrainOptions tune Train; the zero value of a field takes its default.
 type TrainOptions struct {
-	Heads  []string // required
-	Dims   uint32   // hash buckets, a power of two (default 1<<18)
-	Epochs int      // passes over the examples (default 12)
-	Rate   float64  // AdaGrad's learning rate (default 0.2)
-	L2     float64  // weight decay per update (default 1e-6)
-	Seed   uint64   // the order of the examples in each pass
+	Heads []string // required
+	// MinCount is how many examples a token must be found in to be in
+	// the vocabulary (default 2: a token of one example only teaches the
+	// model that example).
+	MinCount int
+	Epochs   int     // passes over the examples (default 12)
+	Rate     float64 // AdaGrad's learning rate (default 0.2)
+	L2       float64 // weight decay per update (default 1e-6)
+	Seed     uint64  // the order of the examples in each pass
 	// Average trains this many models, with seeds Seed, Seed+1, …, and
 	// averages their weights (default 1). One model's weights depend on
 	// the order it saw the examples in: on the corpus, three seeds parked
@@ -51,11 +55,11 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 			return nil, fmt.Errorf("textclass: head name %q", name)
 		}
 	}
-	if o.Dims == 0 {
-		o.Dims = 1 << 18
+	if o.MinCount == 0 {
+		o.MinCount = 2
 	}
-	if o.Dims&(o.Dims-1) != 0 || o.Dims > maxDims {
-		return nil, fmt.Errorf("textclass: %d buckets: want a power of two up to %d", o.Dims, maxDims)
+	if o.MinCount < 0 {
+		return nil, fmt.Errorf("textclass: minimum count %d", o.MinCount)
 	}
 	if o.Epochs == 0 {
 		o.Epochs = 12
@@ -81,14 +85,18 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 	if len(examples) == 0 {
 		return nil, errors.New("textclass: no examples")
 	}
-	// Tokens once per example, and the factor their sum is normalized by.
-	toks := make([][]uint32, len(examples))
-	factor := make([]float64, len(examples))
 	for i, e := range examples {
 		if len(e.Labels) != h {
 			return nil, fmt.Errorf("textclass: example %d has %d labels, want %d", i, len(e.Labels), h)
 		}
-		Tokens(e.Norm, e.Features, func(t uint32) { toks[i] = append(toks[i], t) })
+	}
+	vocab, toks := vocabulary(examples, o.MinCount)
+	if len(vocab) > maxVocab {
+		return nil, fmt.Errorf("textclass: %d features: want at most %d (raise MinCount)", len(vocab), maxVocab)
+	}
+	// The factor each example's sum is normalized by.
+	factor := make([]float64, len(examples))
+	for i := range toks {
 		factor[i] = o.Norm.factor(len(toks[i]))
 	}
 	// Class weights: each head's positives and negatives weigh alike.
@@ -123,11 +131,11 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			fits[k].w, fits[k].bias = fit(examples, toks, factor, cw, o, o.Seed+uint64(k))
+			fits[k].w, fits[k].bias = fit(examples, toks, len(vocab), factor, cw, o, o.Seed+uint64(k))
 		}()
 	}
 	wg.Wait()
-	w := make([]float64, int(o.Dims)*h)
+	w := make([]float64, len(vocab)*h)
 	bias := make([]float64, h)
 	for _, f := range fits {
 		for i := range w {
@@ -137,16 +145,56 @@ func Train(examples []Example, o TrainOptions) (*Model, error) {
 			bias[j] += f.bias[j] / float64(o.Average)
 		}
 	}
-	return quantize(o, w, bias), nil
+	m := quantize(o, w, bias)
+	m.vocab = vocab
+	m.index = newTable(vocab)
+	return m, nil
+}
+
+// vocabulary returns the tokens found in at least minCount examples, in
+// increasing order, and each example's tokens as indexes into it (tokens
+// outside it dropped, as Score drops them).
+func vocabulary(examples []Example, minCount int) ([]uint32, [][]int32) {
+	raw := make([][]uint32, len(examples))
+	count := map[uint32]int{}
+	last := map[uint32]int{} // the last example (plus one) a token was counted for
+	for i, e := range examples {
+		Tokens(e.Norm, e.Features, func(t uint32) {
+			raw[i] = append(raw[i], t)
+			if last[t] != i+1 {
+				last[t] = i + 1
+				count[t]++
+			}
+		})
+	}
+	var vocab []uint32
+	for t, c := range count {
+		if c >= minCount {
+			vocab = append(vocab, t)
+		}
+	}
+	slices.Sort(vocab)
+	index := make(map[uint32]int32, len(vocab))
+	for i, t := range vocab {
+		index[t] = int32(i)
+	}
+	toks := make([][]int32, len(examples))
+	for i, ts := range raw {
+		for _, t := range ts {
+			if k, ok := index[t]; ok {
+				toks[i] = append(toks[i], k)
+			}
+		}
+	}
+	return vocab, toks
 }
 
 // fit runs AdaGrad over the examples once per epoch, in an order drawn
-// from seed, and returns the weights (bucket-major, one per head) and
+// from seed, and returns the weights (feature-major, one per head) and
 // the biases.
-func fit(examples []Example, toks [][]uint32, factor []float64, cw [][2]float64, o TrainOptions, seed uint64) (w, bias []float64) {
+func fit(examples []Example, toks [][]int32, features int, factor []float64, cw [][2]float64, o TrainOptions, seed uint64) (w, bias []float64) {
 	h := len(o.Heads)
-	mask := o.Dims - 1
-	w = make([]float64, int(o.Dims)*h)
+	w = make([]float64, features*h)
 	g2 := make([]float64, len(w))
 	bias = make([]float64, h)
 	bg2 := make([]float64, h)
@@ -165,11 +213,7 @@ func fit(examples []Example, toks [][]uint32, factor []float64, cw [][2]float64,
 				}
 				sum := 0.0
 				for _, t := range toks[i] {
-					v := w[int(t&mask)*h+j]
-					if t&signBit != 0 {
-						v = -v
-					}
-					sum += v
+					sum += w[int(t)*h+j]
 				}
 				p := 1 / (1 + math.Exp(-(bias[j] + sum*factor[i])))
 				c := cw[j][0]
@@ -182,12 +226,8 @@ func fit(examples []Example, toks [][]uint32, factor []float64, cw [][2]float64,
 				// Each token's weight enters the logit times the factor.
 				gt := g * factor[i]
 				for _, t := range toks[i] {
-					k := int(t&mask)*h + j
-					gk := gt
-					if t&signBit != 0 {
-						gk = -gt
-					}
-					gk += o.L2 * w[k]
+					k := int(t)*h + j
+					gk := gt + o.L2*w[k]
 					g2[k] += gk * gk
 					w[k] -= o.Rate * gk / (math.Sqrt(g2[k]) + 1e-8)
 				}
@@ -207,7 +247,7 @@ func weight(e Example) float64 {
 // quantize turns the float weights into int8 with one scale per head.
 func quantize(o TrainOptions, w, bias []float64) *Model {
 	h := len(o.Heads)
-	m := &Model{heads: append([]string(nil), o.Heads...), dims: o.Dims, norm: o.Norm, bias: make([]float32, h),
+	m := &Model{heads: append([]string(nil), o.Heads...), norm: o.Norm, bias: make([]float32, h),
 		scale: make([]float32, h), w: make([]int8, len(w))}
 	for j := range h {
 		m.bias[j] = float32(bias[j])

@@ -49,7 +49,7 @@ func run(ctx context.Context, args []string) error {
 	corpus := fl.String("corpus", "policy/corpus", "the labelled corpus: dev*.jsonl and real/*.jsonl")
 	dir := fl.String("policy-dir", "policy/default", "the policy whose text features the classifier reads")
 	out := fl.String("out", "", "where to write the model (default: <policy-dir>/classifier.model)")
-	dims := fl.Uint("dims", 1<<17, "hash buckets (a power of two)")
+	minCount := fl.Int("min-count", 2, "how many tuning examples a token must be found in to be learned (a token outside the vocabulary adds nothing to a score)")
 	epochs := fl.Int("epochs", 24, "passes over the examples")
 	seed := fl.Uint64("seed", 1, "the order of the examples in each pass (of the first model averaged)")
 	average := fl.Int("average", 10, "train this many models, with seeds seed, seed+1, …, and average their weights (steadier than one: policy/README.md)")
@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	weighCuratedLow(examples, train, float32(*curatedLow))
-	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Dims: uint32(*dims), Epochs: *epochs, Seed: *seed, Average: *average, Rate: *rate, L2: *l2, Norm: normalization}
+	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, MinCount: *minCount, Epochs: *epochs, Seed: *seed, Average: *average, Rate: *rate, L2: *l2, Norm: normalization}
 	m, err := textclass.Train(train, opts)
 	if err != nil {
 		return err
@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	slog.Info("trained the text classifier", "examples", len(train), "from", len(examples), "heads", strings.Join(opts.Heads, ","),
-		"buckets", opts.Dims, "norm", opts.Norm, "out", *out, "bytes", len(m.Marshal()))
+		"features", m.Vocabulary(), "norm", opts.Norm, "out", *out, "bytes", len(m.Marshal()))
 	var fold []int
 	switch {
 	case *bySource:
@@ -388,8 +388,8 @@ func sweepThresholds(ctx context.Context, files policy.FileSet, examples []polic
 		}
 		fmt.Println()
 	}
-	for _, gate := range []float32{0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2} {
-		for _, conf := range []float32{0.9, 0.95, 0.98, 0.99, 0.995, 2} {
+	for _, gate := range []float32{0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.3} {
+		for _, conf := range []float32{0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 2} {
 			line(fmt.Sprintf("gate %.2f confident %.2f:", gate, conf), func(o outcome) memory.Action {
 				return o.decide(gate, max(gate, th.UnknownRuleGate), conf)
 			})

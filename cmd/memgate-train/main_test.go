@@ -42,7 +42,7 @@ func TestTheShippedModelIsTrainedFromTheCorpus(t *testing.T) {
 }
 
 func TestBadFlagsAreErrors(t *testing.T) {
-	for _, args := range [][]string{{"-dims", "1000", "-corpus", "../../policy/corpus", "-policy-dir", "../../policy/default", "-out", filepath.Join(t.TempDir(), "m")}, {"-corpus", t.TempDir()}, {"-nope"}} {
+	for _, args := range [][]string{{"-min-count", "-1", "-corpus", "../../policy/corpus", "-policy-dir", "../../policy/default", "-out", filepath.Join(t.TempDir(), "m")}, {"-corpus", t.TempDir()}, {"-nope"}} {
 		if err := run(context.Background(), args); err == nil {
 			t.Errorf("run(%q) succeeded", args)
 		}
@@ -77,7 +77,7 @@ func TestCompareRunsThePolicyAsWritten(t *testing.T) {
 	for i := range fold {
 		fold[i] = i % 2
 	}
-	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Dims: 1 << 12, Epochs: 4, Seed: 1, Rate: 0.2, L2: 1e-6}
+	opts := textclass.TrainOptions{Heads: policy.ClassifierHeads, Epochs: 4, Seed: 1, Rate: 0.2, L2: 1e-6}
 	var models []*textclass.Model
 	for k := range 2 {
 		var part []textclass.Example
