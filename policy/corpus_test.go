@@ -218,7 +218,10 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // took the aside parts, mail's, lists', READMEs' and npm changelogs'
 // with them, from 402 reviews to 309 and the attacks caught to 86.9%, and
 // these the other way: chatgpt_prompts_zh caught from 92.5% (two persona
-// prompts) and cursorrules from 39.5 reviews per 1,000 (three lines).)
+// prompts) and cursorrules from 39.5 reviews per 1,000 (three lines).
+// A policy topic's keywords gated like the other lexicon signals, unless
+// the text is a strong rule about the topic (placement.rego), took them
+// to 274, none the other way.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
@@ -226,16 +229,16 @@ var realHeld = map[string]struct {
 	"attacks":            {0, 86.9},
 	"chatgpt_prompts_zh": {7.8, 90.3},
 	"crosswoz":           {9.5, 0},
-	"cursorrules":        {44.5, 19.0},
-	"go_comments":        {15.2, 0},
+	"cursorrules":        {42.8, 19.0},
+	"go_comments":        {9.3, 0},
 	"lists":              {1.8, 0},
-	"mail":               {39.3, 0},
-	"npm_changelogs":     {22.3, 0},
-	"readmes":            {38.2, 0},
-	"release_notes":      {37.5, 0},
+	"mail":               {36.0, 0},
+	"npm_changelogs":     {8.7, 0},
+	"readmes":            {34.1, 0},
+	"release_notes":      {35.8, 0},
 	"sgd":                {4.0, 0},
-	"tldr":               {24.4, 0},
-	"topical_chat":       {12.5, 0},
+	"tldr":               {20.9, 0},
+	"topical_chat":       {12.0, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the
