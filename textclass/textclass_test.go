@@ -276,18 +276,27 @@ func TestScoreNormalizes(t *testing.T) {
 		if n == 0 {
 			t.Fatal("no token of the text is in the vocabulary")
 		}
-		f := map[Norm]float64{NormSum: 1, NormSqrt: 1 / math.Sqrt(float64(n)), NormMean: 1 / float64(n)}[nm]
-		out := make([]float32, 2)
-		m.Score(norm, feats, out)
-		for h := range 2 {
-			want := float32(1 / (1 + math.Exp(-(float64(m.bias[h]) + sum[h]*f))))
-			if math.Abs(float64(out[h]-want)) > 1e-6 {
-				t.Errorf("%s: head %d scores %v, want %v", nm, h, out[h], want)
-			}
-		}
+		checkScore(t, m, norm, feats, sum, n)
 		p, err := Parse(m.Marshal())
 		if err != nil || p.Norm() != nm {
 			t.Fatalf("%s: parsed back as %v (%v)", nm, p, err)
+		}
+	}
+}
+
+// checkScore checks m's scores of a text against their definition: each
+// head's bias plus sum, the weights of the text's n counted tokens, times
+// 1, 1/√n or 1/n as m normalizes.
+func checkScore(t *testing.T, m *Model, norm string, feats []string, sum [2]float64, n int) {
+	t.Helper()
+	nm := m.Norm()
+	f := map[Norm]float64{NormSum: 1, NormSqrt: 1 / math.Sqrt(float64(n)), NormMean: 1 / float64(n)}[nm]
+	out := make([]float32, 2)
+	m.Score(norm, feats, out)
+	for h := range 2 {
+		want := float32(1 / (1 + math.Exp(-(float64(m.bias[h]) + sum[h]*f))))
+		if math.Abs(float64(out[h]-want)) > 1e-6 {
+			t.Errorf("%s: head %d scores %v, want %v", nm, h, out[h], want)
 		}
 	}
 }
@@ -407,15 +416,7 @@ func TestDenseModelsScoreAsTrained(t *testing.T) {
 				sum[h] += v
 			}
 		})
-		f := map[Norm]float64{NormSum: 1, NormSqrt: 1 / math.Sqrt(float64(n)), NormMean: 1 / float64(n)}[nm]
-		out := make([]float32, 2)
-		p.Score(norm, feats, out)
-		for h := range 2 {
-			want := float32(1 / (1 + math.Exp(-(float64(m.bias[h]) + sum[h]*f))))
-			if math.Abs(float64(out[h]-want)) > 1e-6 {
-				t.Errorf("%s: head %d scores %v, want %v", nm, h, out[h], want)
-			}
-		}
+		checkScore(t, p, norm, feats, sum, n)
 	}
 }
 
