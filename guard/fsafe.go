@@ -372,9 +372,14 @@ type replaceResult struct {
 	// path: made on top of old.data, in old's file or as a file renamed
 	// over the path an instant before the guard's. nil: none.
 	displaced []byte
-	// held is old's file when another process still had it open after the
-	// wait: a write may yet land in it. The caller owns it then.
-	held *os.File
+	// held is old's file, replaced: a write may yet land in it, from a
+	// process that still had it open after the wait or whose open had
+	// found it at the path before the rename and reached it only after
+	// the guard's look (no lease sees an open before it reaches the file).
+	// heldBase is what the guard read of it last. The caller owns it, and
+	// looks at it again later (Guard.checkHeld, at the next poll).
+	held     *os.File
+	heldBase []byte
 }
 
 // useLeases is cleared by tests, to run what happens where leases cannot
@@ -560,9 +565,13 @@ func replaceBeneath(dirfd int, rel string, old *fileSnap, next []byte, max int64
 			if err := renameExchange(dfd, tmp, name); err == nil {
 				_ = unix.Unlinkat(dfd, tmp, 0) // ours, at the path for that instant only
 				release()
-				tf.Close()
 				res, err := raced()
 				res.gaveBack = true
+				// An open that found ours at the path in that instant
+				// (after the look at its lease) writes to it once the
+				// lease is released: it is looked at again, as a replaced
+				// file is.
+				res.held, res.heldBase = tf, next
 				return res, err
 			}
 			if other {
@@ -587,7 +596,7 @@ func replaceBeneath(dirfd int, rel string, old *fileSnap, next []byte, max int64
 	// A write through a descriptor opened on old's file before the rename
 	// lands in it (without a lease, or in the instant between a lookup and
 	// its open): wait for its other holders, then look.
-	busy := waitHeld(old.f, heldWait)
+	waitHeld(old.f, heldWait)
 	data, err := preadAll(old.f, rel, max)
 	if err != nil {
 		return res, err
@@ -595,9 +604,10 @@ func replaceBeneath(dirfd int, rel string, old *fileSnap, next []byte, max int64
 	if !bytes.Equal(data, old.data) {
 		res.displaced = data
 	}
-	if busy {
-		res.held, old.f = old.f, nil
-	}
+	// Handed back held even when nobody holds it now: an open that looked
+	// the path up before the rename may reach old's file only after this
+	// look, and its write is found at the next.
+	res.held, res.heldBase, old.f = old.f, data, nil
 	return res, nil
 }
 

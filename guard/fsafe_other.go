@@ -10,7 +10,8 @@ import (
 // Off Linux: no openat2 (the component walk opens every path), no
 // renameat2 (a plain rename; a file renamed over the path in the instant
 // between the guard's check and its rename is not handed back) and no
-// leases (a replaced file is looked at once, right after the rename).
+// leases (a replaced file is looked at right after the rename and once
+// more at the next poll).
 
 var errNoRenameat2 = errors.New("renameat2 flags not supported")
 

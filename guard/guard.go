@@ -93,7 +93,7 @@ type Guard struct {
 	runID     string          // the run id of this guard's writes
 	baselined map[string]bool // directories whose files existing at first start were adopted
 	roots     map[string]int  // guarded directory -> its descriptor, opened once (fsafe.go)
-	held      []heldFile      // replaced files another process still had open
+	held      []heldFile      // replaced files, looked at again at the next poll
 
 	refusedMu sync.Mutex         // refused is read by Refused, outside mu
 	refused   map[string]Refusal // path -> why the guard will not read or write it

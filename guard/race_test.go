@@ -207,12 +207,34 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 		}
 		return []byte(strings.Join(out, "")), nil
 	}
-	repairs := 0
+	repairs, late := 0, 0
 	var held []heldFile
 	rw := func(rel string) *rewriter {
 		return &rewriter{root: root, rel: rel, max: testCap, decide: func(c []byte, _ bool) ([]byte, error) { return dropRule(c) },
 			repaired: func(bool) { repairs++ },
 			hold:     func(f *os.File, base []byte) { held = append(held, heldFile{path: rel, f: f, base: base}) }}
+	}
+	// drainHeld looks again at the replaced files, as the guard's next
+	// poll does (Guard.checkHeld): an agent write that reached one after
+	// the rewrite's look is put on top of the file and judged.
+	drainHeld := func() {
+		for len(held) > 0 {
+			h := held[0]
+			held = held[1:]
+			data, err := preadAll(h.f, h.path, testCap)
+			h.f.Close()
+			must(t, err)
+			if string(data) == string(h.base) {
+				continue
+			}
+			late++
+			disk, err := readBeneath(root, h.path, testCap)
+			must(t, err)
+			next, _ := dropRule(onTop(h.base, data, disk.data))
+			if _, _, err := rw(h.path).run(disk, next, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	kick := make(chan struct{}, 1)
 	testHookBeforeRename = func(string) {
@@ -246,22 +268,17 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 		must(t, wait())
+		drainHeld()
 		written[rel] = append(written[rel], line)
 		how[line] = fmt.Sprintf("round %d: agent op %d after %v or the rename window; rewrite done=%v wrote=%v, %d repairs",
 			i, k, pause, done, wrote, repairs-before)
-		// Where a line goes missing, the round that lost it is named
-		// (while no replaced file is held, every line is in the file).
-		if len(held) == 0 {
-			file := read(t, p)
-			for _, l := range written[rel] {
-				if !strings.Contains(file, l+"\n") {
-					t.Fatalf("%s lost the agent's %q (%s) in round %d (%s)", rel, l, how[l], i, how[line])
-				}
+		// Where a line goes missing, the round that lost it is named.
+		file := read(t, p)
+		for _, l := range written[rel] {
+			if !strings.Contains(file, l+"\n") {
+				t.Fatalf("%s lost the agent's %q (%s) in round %d (%s)", rel, l, how[l], i, how[line])
 			}
 		}
-	}
-	if len(held) > 0 {
-		t.Fatalf("%d replaced files still held open by the agent after its write", len(held))
 	}
 	for rel, lines := range written { // the last writes: judged as the guard's next event would
 		disk, err := readBeneath(root, rel, testCap)
@@ -270,6 +287,7 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 		if _, _, err := rw(rel).run(disk, next, nil); err != nil {
 			t.Fatal(err)
 		}
+		drainHeld()
 		file := read(t, filepath.Join(ws, rel))
 		for _, l := range lines {
 			if !strings.Contains(file, l+"\n") {
@@ -283,7 +301,7 @@ func TestRewriteNeverLosesAnAgentWrite(t *testing.T) {
 	if repairs == 0 {
 		t.Fatal("no agent write landed during a rewrite: the test did not exercise the race")
 	}
-	t.Logf("%d rounds over %d files; %d agent writes landed in a rewrite and were kept", rounds, files, repairs)
+	t.Logf("%d rounds over %d files; %d agent writes landed in a rewrite and were kept, %d of them in a replaced file after the rewrite's look", rounds, files, repairs+late, late)
 }
 
 // agentWrite runs the agent's write in a goroutine, once the guard's

@@ -233,8 +233,9 @@ func agentID(name string) string {
 	return id[:cut] + tail
 }
 
-// heldFile is a file the guard replaced while another process still had
-// it open: a write that process makes later lands there, and is put back.
+// heldFile is a file the guard replaced: a write another process makes
+// to it later (through a descriptor it held, or an open that found the
+// file at the path before the rename) lands there, and is put back.
 type heldFile struct {
 	path  string
 	f     *os.File
@@ -249,9 +250,9 @@ func (g *Guard) hold(p string, f *os.File, base []byte) {
 	g.held = append(g.held, heldFile{path: p, f: f, base: base, until: time.Now().Add(heldFor)})
 }
 
-// checkHeld looks at the replaced files still held open elsewhere: once
-// no other process holds one (or its time is up), a write that landed in
-// it is put on top of the file at its path and judged.
+// checkHeld looks again at the replaced files: once no other process
+// holds one (or its time is up), a write that landed in it is put on top
+// of the file at its path and judged.
 func (g *Guard) checkHeld(ctx context.Context) {
 	keep := g.held[:0]
 	for _, h := range g.held {

@@ -35,8 +35,8 @@ type rewriter struct {
 	// repaired is told of each agent write found in a rewrite and kept:
 	// displaced (put back on top) or not (the rename undone).
 	repaired func(displaced bool)
-	// hold takes a replaced file another process still has open: a write
-	// may yet land in it (base: what the guard read of it).
+	// hold takes a replaced file: a write may yet land in it (base: what
+	// the guard read of it last).
 	hold func(f *os.File, base []byte)
 }
 
@@ -51,7 +51,7 @@ func (rw *rewriter) run(disk *fileSnap, next []byte, owed []owedWrite) (done, wr
 		}
 		res, err := replaceBeneath(rw.root, rw.rel, disk, next, rw.max)
 		if res != nil && res.held != nil {
-			rw.hold(res.held, disk.data)
+			rw.hold(res.held, res.heldBase)
 		}
 		if err != nil {
 			if res != nil {
