@@ -702,3 +702,23 @@ test_classified_risk_leaves_a_recognised_text_to_the_lexicons if {
 	not "classified_risk" in rules(d)
 	d.layer == "state"
 }
+
+# A policy topic's keywords are a lexicon signal: a text about access,
+# publishing or confirmation is placed in the policy layer where the
+# classifier does not rule it out, or where it is a strong rule about the
+# topic ("never", "must", 禁止…), which the classifier can misread (code
+# comments say "never modify" too).
+test_a_policy_topic_is_gated_unless_the_text_is_a_strong_rule if {
+	asked := "Alice asked whether the reporting bot has access to the staging database"
+	low := decide(scored(asked, " alice asked whether the reporting bot has access to the staging database ", scores(0.01, 0.001, 0.001, 0.001)))
+	low.layer == "knowledge"
+	rules(low) == {"knowledge_verified"}
+	high := decide(scored(asked, " alice asked whether the reporting bot has access to the staging database ", scores(0.6, 0.001, 0.001, 0.001)))
+	high.layer == "policy"
+	"permission_boundary" in rules(high)
+	rule := decide(scored("Never modify the invoices table", " never modify the invoices table ", scores(0.003, 0.001, 0.001, 0.001)))
+	rule.layer == "policy"
+	rule.factType == "data.modify"
+	"strategy_constraint" in rules(rule)
+	configured(rule)
+}
