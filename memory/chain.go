@@ -131,10 +131,7 @@ func sealEvent(e *Event, head ChainHead, salt string) (doc []byte, next ChainHea
 		return fail(err)
 	}
 	maps.Copy(text, hashed)
-	sum := sha256.New()
-	sum.Write([]byte(c.Salt))
-	sum.Write(appendObject(nil, text))
-	th, _ := json.Marshal(hex.EncodeToString(sum.Sum(nil)))
+	th, _ := json.Marshal(saltedHash(c.Salt, appendObject(nil, text)))
 	m["textHash"], hdr["textHash"] = th, th
 	h, err := hashHeader(hdr)
 	if err != nil {
@@ -229,10 +226,16 @@ func hashText(text map[string]json.RawMessage, salt string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return saltedHash(salt, b), nil
+}
+
+// saltedHash is the hex SHA-256 of salt followed by obj, a JSON object
+// as json.Marshal writes it.
+func saltedHash(salt string, obj []byte) string {
 	s := sha256.New()
 	s.Write([]byte(salt))
-	s.Write(b)
-	return hex.EncodeToString(s.Sum(nil)), nil
+	s.Write(obj)
+	return hex.EncodeToString(s.Sum(nil))
 }
 
 // headerHash is an event's hash: of its header (see eventParts).
