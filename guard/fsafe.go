@@ -680,13 +680,14 @@ func changedSince(dfd int, rel, name string, old *fileSnap, max int64) (cur *fil
 }
 
 // waitHeld waits up to d until no other open file description refers to
-// f's file, and reports whether one still does. Where that cannot be told
-// (no leases), it reports false at once.
-func waitHeld(f *os.File, d time.Duration) bool {
+// f's file. Where that cannot be told (no leases), it returns at once.
+// Whether one still does is not its caller's question: the file is looked
+// at again at the next poll either way (Guard.checkHeld).
+func waitHeld(f *os.File, d time.Duration) {
 	if !useLeases {
-		return false
+		return
 	}
-	return !retryFor(d, func() bool {
+	retryFor(d, func() bool {
 		held, known := heldElsewhere(f)
 		return !known || !held
 	})
