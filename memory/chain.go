@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 )
 
 // The audit log is a hash chain, so that an edit, a removal or a
@@ -80,22 +81,54 @@ const chainDomain = "memgate audit event v1\n"
 // SealEvent returns the stored form of e appended after head, and the new
 // head. e is not changed.
 func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error) {
-	var salt [16]byte
-	rand.Read(salt[:]) // never fails (crypto/rand)
-	return sealEvent(e, head, hex.EncodeToString(salt[:]))
+	p, err := PrepareEvent(e)
+	if err != nil {
+		return nil, head, err
+	}
+	doc, next = p.Seal(head)
+	return doc, next, nil
 }
 
-// sealEvent seals e with the salt given. The text parts (Input, Reason),
-// the largest, are encoded once apart and hashed and stored from those
-// bytes; the rest goes through a map as the chain's definition says. The
-// hashes and the stored bytes are those of decoding the whole event into
-// a map and encoding it again (TestSealEventMatchesTheMapRoundTrip).
+// PreparedEvent is an event sealed but for its link to the chain (its
+// position and the event before it, the head): the part of sealing that
+// does not depend on the head. A store prepares before it takes the lock
+// that orders its commits, so the part of sealing it does under that
+// lock, Seal, is one hash and one copy.
+type PreparedEvent struct {
+	id     string
+	stored map[string]json.RawMessage // members as stored (MarshalStored's bytes)
+	header map[string]json.RawMessage // the header's members as hashed (json.Marshal's bytes)
+}
+
+// PrepareEvent prepares e for sealing with a new random salt. e is not
+// changed.
+func PrepareEvent(e *Event) (*PreparedEvent, error) {
+	var salt [16]byte
+	rand.Read(salt[:]) // never fails (crypto/rand)
+	return prepareEvent(e, hex.EncodeToString(salt[:]))
+}
+
+// sealEvent seals e with the salt given.
 func sealEvent(e *Event, head ChainHead, salt string) (doc []byte, next ChainHead, err error) {
+	p, err := prepareEvent(e, salt)
+	if err != nil {
+		return nil, head, err
+	}
+	doc, next = p.Seal(head)
+	return doc, next, nil
+}
+
+// prepareEvent prepares e with the salt given. The text parts (Input,
+// Reason), the largest, are encoded once apart and hashed and stored from
+// those bytes; the rest goes through a map as the chain's definition says.
+// Sealed, the hashes and the stored bytes are those of decoding the whole
+// event into a map and encoding it again (TestSealEventMatchesTheMapRoundTrip).
+func prepareEvent(e *Event, salt string) (*PreparedEvent, error) {
 	c := *e
-	c.Seq, c.Prev, c.PrevID = head.Seq+1, head.Hash, head.EventID
+	c.Seq, c.Prev, c.PrevID = 0, "", "" // the link, which Seal adds (all three omitted when empty)
 	c.Salt, c.TextHash, c.Erased = salt, "", ""
-	fail := func(err error) ([]byte, ChainHead, error) {
-		return nil, head, fmt.Errorf("seal event %s: %w", e.ID, err)
+	fail := func(err error) (*PreparedEvent, error) {
+		return nil, fmt.Errorf("seal event %s: %w", e.ID, err)
 	}
 	// As stored (compact, <, > and & as they are) and as hashed (those
 	// escaped, as json.Marshal writes them).
@@ -108,14 +141,13 @@ func sealEvent(e *Event, head ChainHead, salt string) (doc []byte, next ChainHea
 		stored["input"] = b.Bytes()
 	}
 	if c.Reason != "" {
+		var err error
 		if stored["reason"], err = MarshalStored(c.Reason); err != nil {
 			return fail(err)
 		}
 	}
 	for k, v := range stored {
-		var b bytes.Buffer
-		json.HTMLEscape(&b, v)
-		hashed[k] = b.Bytes()
+		hashed[k] = htmlEscaped(v)
 	}
 	c.Input, c.Reason = nil, ""
 	raw, err := MarshalStored(&c)
@@ -133,12 +165,35 @@ func sealEvent(e *Event, head ChainHead, salt string) (doc []byte, next ChainHea
 	maps.Copy(text, hashed)
 	th, _ := json.Marshal(saltedHash(c.Salt, appendObject(nil, text)))
 	m["textHash"], hdr["textHash"] = th, th
-	h, err := hashHeader(hdr)
-	if err != nil {
-		return fail(err)
+	for k, v := range hdr {
+		hdr[k] = htmlEscaped(v) // as json.Marshal writes a map of them (hashHeader)
 	}
 	maps.Copy(m, stored)
-	return appendObject(nil, m), ChainHead{Seq: c.Seq, Hash: h, EventID: c.ID}, nil
+	return &PreparedEvent{id: c.ID, stored: m, header: hdr}, nil
+}
+
+// Seal returns the prepared event's stored form appended after head, and
+// the new head.
+func (p *PreparedEvent) Seal(head ChainHead) (doc []byte, next ChainHead) {
+	hdr, m := maps.Clone(p.header), maps.Clone(p.stored)
+	seq := strconv.AppendUint(nil, head.Seq+1, 10)
+	hdr["seq"], m["seq"] = seq, seq
+	for k, v := range map[string]string{"prev": head.Hash, "prevId": head.EventID} {
+		if v != "" { // omitted when empty, as the Event's fields are
+			m[k], _ = MarshalStored(v) // a string always encodes
+			hdr[k] = htmlEscaped(m[k])
+		}
+	}
+	next = ChainHead{Seq: head.Seq + 1, Hash: saltedHash(chainDomain, appendObject(nil, hdr)), EventID: p.id}
+	return appendObject(nil, m), next
+}
+
+// htmlEscaped is compact JSON v as json.Marshal writes it: <, >, &, U+2028
+// and U+2029 in strings escaped.
+func htmlEscaped(v json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	json.HTMLEscape(&b, v)
+	return b.Bytes()
 }
 
 // appendObject appends m as a JSON object with its keys sorted, as

@@ -52,14 +52,21 @@ func (s *Store) commitChained(t *tx) error {
 	if len(t.events) == 0 {
 		return t.txn.Commit()
 	}
-	s.chainMu.Lock()
-	defer s.chainMu.Unlock()
-	head := s.head
-	for _, e := range t.events {
-		doc, next, err := memory.SealEvent(e, head)
+	// What sealing does not owe the head is done before the lock that
+	// orders commits: the writers waiting on it wait for less.
+	prepared := make([]*memory.PreparedEvent, len(t.events))
+	for i, e := range t.events {
+		p, err := memory.PrepareEvent(e)
 		if err != nil {
 			return err
 		}
+		prepared[i] = p
+	}
+	s.chainMu.Lock()
+	defer s.chainMu.Unlock()
+	head := s.head
+	for i, e := range t.events {
+		doc, next := prepared[i].Seal(head)
 		if err := t.txn.Set(key("e/", e.ID), doc); err != nil {
 			return fmt.Errorf("seal event %s: %w", e.ID, err)
 		}

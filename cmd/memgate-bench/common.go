@@ -84,7 +84,7 @@ func (w *workloadFlags) config(target string) load.Config {
 // startSidecar starts a binary on dataDir (a temporary directory when
 // empty), says on log where it listens, and returns a cleanup that stops
 // it and removes what it made.
-func startSidecar(ctx context.Context, bin, dataDir string, log io.Writer) (*sidecar.Process, func(), error) {
+func startSidecar(ctx context.Context, bin, dataDir string, log io.Writer, args ...string) (*sidecar.Process, func(), error) {
 	remove := func() {}
 	if dataDir == "" {
 		dir, err := os.MkdirTemp("", "memgate-bench-")
@@ -93,7 +93,7 @@ func startSidecar(ctx context.Context, bin, dataDir string, log io.Writer) (*sid
 		}
 		dataDir, remove = dir, func() { os.RemoveAll(dir) }
 	}
-	p, err := sidecar.Start(ctx, sidecar.Options{Binary: bin, DataDir: dataDir})
+	p, err := sidecar.Start(ctx, sidecar.Options{Binary: bin, DataDir: dataDir, Args: args})
 	if err != nil {
 		remove()
 		return nil, nil, err

@@ -22,8 +22,9 @@ func writePathCommand(stdout, stderr io.Writer) *ffcli.Command {
 		subjects: "subjects the writes spread over",
 	})
 	var (
-		runs    = fs.Int("runs", 5, "runs, each a single writer and then many writers, memgate and the bare handler alternated")
-		writers = fs.Int("writers", 32, "the many writers' count")
+		runs      = fs.Int("runs", 5, "runs, each a single writer and then many writers, memgate and the bare handler alternated")
+		writers   = fs.Int("writers", 32, "the many writers' count")
+		policyDir = fs.String("policy-dir", "", "the sidecar's --policy-dir (default: its built-in policy); a policy that applies every write without reading it measures the path without policy's cost")
 	)
 	return &ffcli.Command{
 		Name:       "writepath",
@@ -43,7 +44,11 @@ func writePathCommand(stdout, stderr io.Writer) *ffcli.Command {
 			if *runs < 1 || *writers < 2 {
 				return errors.New("-runs must be at least 1 and -writers at least 2")
 			}
-			p, cleanup, err := startSidecar(ctx, wf.bin, wf.dataDir, stderr)
+			var args []string
+			if *policyDir != "" {
+				args = append(args, "--policy-dir", *policyDir)
+			}
+			p, cleanup, err := startSidecar(ctx, wf.bin, wf.dataDir, stderr, args...)
 			if err != nil {
 				return err
 			}
