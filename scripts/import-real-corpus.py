@@ -38,6 +38,18 @@ Sources (licences in policy/corpus/real/README.md):
     NPM_PACKAGES), mail people wrote (the ham of the SpamAssassin public
     corpus: paragraphs in the writer's own words) and lists (names and
     words, joined the ways people write lists), split like sgd.
+  - with --new-sources DIR (alone: it builds only these two), for tuning
+    whole, upstream release notes (news_entries: CHANGELOG, NEWS and
+    HISTORY entries) and README and documentation prose (doc_prose) of
+    permissively licensed Debian and npm packages none of whose projects
+    is aside (NEWS_FILES, DOC_FILES):
+
+        python3 scripts/import-real-corpus.py --new-sources /tmp/newsrc
+
+    where /tmp/newsrc/deb/<package>/ is `apt-get download <package>` then
+    `dpkg-deb -x` of it, with the package's version in .version, and
+    /tmp/newsrc/npm/<name>-<version>/ is `npm pack NAME@VERSION` unpacked
+    with `tar xzf … --strip-components=1`.
 
 Every row: id, set (the source), genre, lang, kind, text, expect, part
 ("tune": the classifier and lexicons may learn from it; "aside": only
@@ -65,11 +77,13 @@ GENRES = {
     "go_comments": "code", "attacks": "attack", "agent_notes": "notes", "team_written": "mixed",
     "module_changelogs": "notes", "module_comments": "code", "team_written2": "mixed", "team_written3": "mixed",
     "mail": "conversation", "lists": "list", "readmes": "howto", "npm_changelogs": "notes",
+    "news_entries": "notes", "doc_prose": "howto",
 }
 
 # Sources that are tuning data whole: the same genres as release_notes and
 # go_comments, from projects none of whose text is aside.
-TUNE_SETS = {"team_written", "team_written2", "team_written3", "module_changelogs", "module_comments"}
+TUNE_SETS = {"team_written", "team_written2", "team_written3", "module_changelogs", "module_comments",
+             "news_entries", "doc_prose"}
 
 # npm packages the --npm folder holds, each unpacked into <name>-<version>/
 # (`npm pack NAME@VERSION` and `tar xzf` into that folder); their data's
@@ -522,16 +536,268 @@ def npm_changelogs(root):
     return ordinary_sample("npm_changelogs", rows, NPM_CHANGELOG_SAMPLE)
 
 
+# --- New tuning sources (issue 25): notes and how-to prose of projects none
+# of whose text is aside. Built alone with --new-sources DIR, where DIR holds
+# deb/<package>/ (`apt-get download <package>`, `dpkg-deb -x` into it, and
+# the package's version in deb/<package>/.version) and npm/<name>-<version>/
+# (`npm pack NAME@VERSION`, `tar xzf` into it with --strip-components=1).
+# Every project here is permissively licensed (the package's
+# debian/copyright or package.json) and none is in an aside source (not
+# OpenTelemetry Go, Prometheus, Badger, Ristretto, pgx, the Go standard
+# library, nor any package `npm install openclaw` brings).
+
+NEWS_SAMPLE = 2000  # rows of news_entries, at most NEWS_PER_PROJECT a project
+NEWS_PER_PROJECT = 90
+DOC_SAMPLE = 2000   # rows of doc_prose, at most DOC_PER_PROJECT a project
+DOC_PER_PROJECT = 150
+
+# (where under DIR, files (globs) of upstream release notes, licence)
+NEWS_FILES = [
+    ("deb/librust-tokio-dev", "usr/share/cargo/registry/tokio-*/CHANGELOG.md", "MIT"),
+    ("deb/librust-regex-dev", "usr/share/cargo/registry/regex-*/CHANGELOG.md", "MIT OR Apache-2.0"),
+    ("deb/librust-chrono-dev", "usr/share/cargo/registry/chrono-*/CHANGELOG.md", "MIT OR Apache-2.0"),
+    ("deb/librust-rand-dev", "usr/share/cargo/registry/rand-*/CHANGELOG.md", "MIT OR Apache-2.0"),
+    ("deb/librust-nix-dev", "usr/share/cargo/registry/nix-*/CHANGELOG.md", "MIT"),
+    ("deb/librust-tracing-dev", "usr/share/cargo/registry/tracing-*/CHANGELOG.md", "MIT"),
+    ("deb/librust-itertools-dev", "usr/share/cargo/registry/itertools-*/CHANGELOG.md", "MIT OR Apache-2.0"),
+    ("deb/librust-hashbrown-dev", "usr/share/cargo/registry/hashbrown-*/CHANGELOG.md", "MIT OR Apache-2.0"),
+    ("deb/librust-log-dev", "usr/share/cargo/registry/log-*/CHANGELOG.md", "MIT OR Apache-2.0"),
+    ("deb/librust-bytes-dev", "usr/share/cargo/registry/bytes-*/CHANGELOG.md", "MIT"),
+    ("deb/librust-once-cell-dev", "usr/share/cargo/registry/once_cell-*/CHANGELOG.md", "MIT OR Apache-2.0"),
+    ("deb/ripgrep", "usr/share/doc/ripgrep/changelog.gz", "MIT OR Unlicense"),
+    ("deb/bat", "usr/share/doc/bat/changelog.gz", "MIT OR Apache-2.0"),
+    ("deb/fd-find", "usr/share/doc/fd-find/changelog.gz", "MIT OR Apache-2.0"),
+    ("deb/hyperfine", "usr/share/doc/hyperfine/changelog.gz", "MIT OR Apache-2.0"),
+    ("deb/golang-github-gin-gonic-gin-dev", "usr/share/doc/golang-github-gin-gonic-gin-dev/changelog.gz", "MIT"),
+    ("deb/golang-go.uber-zap-dev", "usr/share/doc/golang-go.uber-zap-dev/changelog.gz", "MIT"),
+    ("deb/golang-github-masterminds-sprig-dev", "usr/share/doc/golang-github-masterminds-sprig-dev/changelog.gz", "MIT"),
+    ("deb/golang-github-masterminds-semver-dev", "usr/share/doc/golang-github-masterminds-semver-dev/changelog.gz", "MIT"),
+    ("deb/golang-github-grpc-ecosystem-grpc-gateway-dev", "usr/share/doc/golang-github-grpc-ecosystem-grpc-gateway-dev/changelog.gz", "BSD-3-Clause"),
+    ("deb/python3-flask", "usr/share/doc/python3-flask/changelog.gz", "BSD-3-Clause"),
+    ("deb/python3-click", "usr/share/doc/python3-click/changelog.gz", "BSD-3-Clause"),
+    ("deb/python3-werkzeug", "usr/share/doc/python3-werkzeug/changelog.gz", "BSD-3-Clause"),
+    ("deb/python3-jinja2", "usr/share/doc/python3-jinja2/changelog.gz", "BSD-3-Clause"),
+    ("deb/python3-attr", "usr/share/doc/python3-attr/changelog.gz", "MIT"),
+    ("deb/python3-urllib3", "usr/share/doc/python3-urllib3/changelog.gz", "MIT"),
+    ("deb/python3-requests", "usr/share/doc/python3-requests/changelog.gz", "Apache-2.0"),
+    ("deb/python3-httpx", "usr/share/doc/python3-httpx/changelog.gz", "BSD-3-Clause"),
+    ("deb/python3-rich", "usr/share/doc/python3-rich/changelog.gz", "MIT"),
+    ("deb/python3-setuptools", "usr/share/doc/python3-setuptools/changelog.gz", "MIT"),
+    ("deb/python3-idna", "usr/share/doc/python3-idna/changelog.gz", "BSD-3-Clause"),
+    ("deb/libuv1", "usr/share/doc/libuv1/changelog.gz", "MIT"),
+    ("deb/nginx-common", "usr/share/doc/nginx-common/changelog.gz", "BSD-2-Clause"),
+    ("deb/tmux", "usr/share/doc/tmux/changelog.gz", "ISC"),
+    ("npm/date-fns-4.4.0", "CHANGELOG.md", "MIT"),
+    ("npm/knex-3.3.0", "CHANGELOG.md", "MIT"),
+    ("npm/helmet-8.3.0", "CHANGELOG.md", "MIT"),
+    ("npm/async-3.2.6", "CHANGELOG.md", "MIT"),
+]
+
+# (where under DIR, files (globs) of READMEs and documentation, licence)
+DOC_FILES = [
+    ("npm/fastify-5.12.8", "docs/Guides/*.md", "MIT"),
+    ("npm/fastify-5.12.8", "docs/Reference/*.md", "MIT"),
+    ("npm/pino-10.4.0", "docs/*.md", "MIT"),
+    ("npm/winston-3.19.0", "README.md", "MIT"),
+    ("npm/nock-15.0.2", "README.md", "MIT"),
+    ("npm/ioredis-6.1.0", "README.md", "MIT"),
+    ("npm/got-14.6.6", "readme.md", "MIT"),
+    ("npm/morgan-1.12.1", "README.md", "MIT"),
+    ("npm/fs-extra-11.4.1", "README.md", "MIT"),
+    ("npm/koa-3.3.0", "Readme.md", "MIT"),
+    ("npm/helmet-8.3.0", "README.md", "MIT"),
+    ("npm/cheerio-1.2.0", "Readme.md", "MIT"),
+    ("npm/socket.io-4.8.4", "Readme.md", "MIT"),
+    ("npm/mocha-12.0.3", "README.md", "MIT"),
+    ("deb/librust-tokio-dev", "usr/share/cargo/registry/tokio-*/README.md", "MIT"),
+    ("deb/librust-tracing-dev", "usr/share/cargo/registry/tracing-*/README.md", "MIT"),
+    ("deb/librust-regex-dev", "usr/share/cargo/registry/regex-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-anyhow-dev", "usr/share/cargo/registry/anyhow-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-env-logger-dev", "usr/share/cargo/registry/env_logger-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-rand-dev", "usr/share/cargo/registry/rand-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-rayon-dev", "usr/share/cargo/registry/rayon-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-rayon-dev", "usr/share/cargo/registry/rayon-*/src/iter/plumbing/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-hashbrown-dev", "usr/share/cargo/registry/hashbrown-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-log-dev", "usr/share/cargo/registry/log-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-serde-dev", "usr/share/cargo/registry/serde-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-base64-dev", "usr/share/cargo/registry/base64-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-nix-dev", "usr/share/cargo/registry/nix-*/README.md", "MIT"),
+    ("deb/librust-uuid-dev", "usr/share/cargo/registry/uuid-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-semver-dev", "usr/share/cargo/registry/semver-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-once-cell-dev", "usr/share/cargo/registry/once_cell-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/librust-chrono-dev", "usr/share/cargo/registry/chrono-*/README.md", "MIT OR Apache-2.0"),
+    ("deb/golang-github-gorilla-mux-dev", "usr/share/doc/golang-github-gorilla-mux-dev/README.md.gz", "BSD-3-Clause"),
+    ("deb/golang-github-grpc-ecosystem-grpc-gateway-dev", "usr/share/doc/golang-github-grpc-ecosystem-grpc-gateway-dev/README.md.gz", "BSD-3-Clause"),
+    ("deb/golang-github-urfave-cli-dev", "usr/share/doc/golang-github-urfave-cli-dev/README.md", "MIT"),
+    ("deb/python3-httpx", "usr/share/doc/python3-httpx/README.md.gz", "BSD-3-Clause"),
+    ("deb/python3-rich", "usr/share/doc/python3-rich/README.md.gz", "MIT"),
+    ("deb/python3-requests", "usr/share/doc/python3-requests/README.md", "Apache-2.0"),
+    ("deb/python3-pytest", "usr/share/doc/python3-pytest/README.rst.gz", "MIT"),
+    ("deb/python3-yaml", "usr/share/doc/python3-yaml/README.md", "MIT"),
+    ("deb/tmux", "usr/share/doc/tmux/README", "ISC"),
+]
+
+# A line that tells the reader to act on the world (deploy, delete, pay,
+# grant access, skip a check...) is not ordinary text for a memory: such
+# lines are dropped, not labelled.
+ACTING = re.compile(r"\b(deploy\w*|delet\w*|remov\w*|drop\w*|wip\w*|purg\w*|uninstall\w*|pay\w*|grant\w*|access\w*|"
+                    r"permission\w*|privilege\w*|skip\w*|bypass\w*|disabl\w*|verif\w*|sudo|chmod|credential\w*|"
+                    r"password\w*|secret\w*|tokens?|revok\w*|rotat\w*|production|force[- ]push\w*|rm -rf)\b", re.I)
+TELLING = re.compile(r"\b(you|your|users?|should|must|need to|needs to|have to|always|never|do not|don't|make sure|"
+                     r"be sure|please|recommend\w*|required)\b", re.I)
+
+
+def instructs(text):
+    return bool(ACTING.search(text) and TELLING.search(text))
+
+
+def read_text(path):
+    if path.endswith(".gz"):
+        import gzip
+        with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+            return f.read()
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+NEWS_BULLET = re.compile(r"^(\s*)(?:[-*+]|\*\)|\d+\.)\s+(.*\S)\s*$")
+
+
+def news_items(text):
+    """The entries of a NEWS, CHANGELOG or HISTORY file: each bullet item
+    with its wrapped continuation lines (Markdown, reStructuredText, the
+    `*)` of nginx's CHANGES) and each paragraph of prose under a version
+    heading, outside code blocks."""
+    out, cur, indent, fence = [], None, 0, False
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        t = line.strip()
+        if t.startswith("```") or t.startswith("~~~"):
+            fence = not fence
+            cur = None
+            continue
+        if fence:
+            continue
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if not t or t.startswith("#") or t.startswith("|") or t.startswith("<") or re.fullmatch(r"[-=~^*`]{3,}", t) \
+                or (nxt and re.fullmatch(r"[-=~^]{3,}", nxt)):
+            cur = None
+            continue
+        m = NEWS_BULLET.match(line)
+        if m:
+            cur = [m.group(2)]
+            indent = len(m.group(1))
+            out.append(cur)
+            continue
+        lead = len(line) - len(line.lstrip())
+        if cur is not None and (lead > indent or indent < 0):
+            cur.append(t)  # a wrapped line of the item or paragraph
+            continue
+        if lead == 0 and not re.match(r"^(version|release|changes|\d)", t, re.I):
+            cur = [t]  # a paragraph of prose
+            indent = -1
+            out.append(cur)
+            continue
+        cur = None
+    return [" ".join(c) for c in out]
+
+
+def clean_entry(text):
+    text = re.sub(r":(issue|pr|user|ghsa|cve|func|class|meth|attr|ref|doc|data|exc|mod|obj|option|envvar):`[^`]*`", "", text)
+    text = text.replace("``", "`")
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)       # a link keeps its words
+    text = re.sub(r"\[([^\]]*)\]\[[^\]]*\]", r"\1", text)
+    text = re.sub(r"\*\*([^*]*)\*\*", r"\1", text)
+    text = re.sub(r"\s*\(?(#\d+|GH-\d+|\[#\d+\])(,\s*(#\d+|GH-\d+))*\)?[.,]?\s*$", "", text)  # trailing PR numbers
+    text = re.sub(r"\s*\((by )?@?[\w.'-]+( [\w.'-]+){0,3}\)\s*$", "", text) if re.search(r"\([A-Z@][\w.'-]+( [\w.'-]+){0,3}\)\s*$", text) else text
+    text = re.sub(r"\s+by @\S+.*$", "", text)
+    text = text.replace("\\", "")
+    text = re.sub(r"^(BUG )?#\d+:\s*|^\([\w.-]+\)\s+", "", text)  # a leading issue number or author
+    i = text.rfind("(")
+    if i > 0 and ")" not in text[i:]:
+        text = text[:i]  # a reference cut by the line wrap ("(Issue", "(Pull")
+    text = re.sub(r"\s*\(?(#\d+|GH-\d+)(,\s*(#\d+|GH-\d+))*\)?[.,]?\s*$", "", text)
+    text = re.sub(r"\s+", " ", text).strip(" -")
+    return text
+
+
+def plain_enough(p):
+    """Prose: 4 or more words, 25 to 300 characters, no link, address,
+    HTML or table, and mostly letters (not code)."""
+    if not (25 <= len(p) <= 300) or len(p.split()) < 4:
+        return False
+    if re.search(r"https?:|www\.|@\w|[{}<>|]|\]\(", p):
+        return False
+    return sum(c.isalpha() or c == " " for c in p) >= 0.8 * len(p)
+
+
+def versioned(root, where):
+    d = os.path.join(root, where)
+    if where.startswith("deb/"):
+        v = open(os.path.join(d, ".version")).read().strip()
+        return f"debian {base_name(where)} {v}"
+    meta = json.load(open(os.path.join(d, "package.json"), encoding="utf-8"))
+    return f"npm {meta['name']}@{meta['version']}"
+
+
+def base_name(where):
+    return where.split("/", 1)[1]
+
+
+def new_source(root, set_name, files, extract, n, per_project):
+    """Rows of one new source: the texts extract finds in files, each text
+    once, at most per_project of a project, n in all (drawn as sample
+    draws); and the number of lines dropped as instructions."""
+    by_project, seen, dropped = {}, set(), 0
+    for where, pattern, lic in files:
+        ref = versioned(root, where)
+        for path in sorted(glob.glob(os.path.join(root, where, pattern))):
+            rel = os.path.relpath(path, os.path.join(root, where))
+            for i, p in enumerate(extract(read_text(path))):
+                if not plain_enough(p) or p in seen:
+                    continue
+                seen.add(p)
+                if instructs(p):
+                    dropped += 1
+                    continue
+                by_project.setdefault(ref, []).append(
+                    {"_key": f"{ref}#{rel}#{i}#{p}", "text": p, "ref": f"{ref} {rel} ({lic})"})
+    rows = []
+    for ref in sorted(by_project):
+        rows += sample(by_project[ref], per_project, ref)
+    return [row(set_name, r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
+            for r in sample(rows, n, set_name)], dropped
+
+
+def news_entries(root):
+    return new_source(root, "news_entries", NEWS_FILES,
+                      lambda t: [clean_entry(x) for x in news_items(t)], NEWS_SAMPLE, NEWS_PER_PROJECT)
+
+
+def doc_prose(root):
+    return new_source(root, "doc_prose", DOC_FILES, readme_lines, DOC_SAMPLE, DOC_PER_PROJECT)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", required=True)
-    ap.add_argument("--labels", required=True)
-    ap.add_argument("--gomod", required=True)
-    ap.add_argument("--goroot", required=True)
+    ap.add_argument("--new-sources", help="build only news_entries and doc_prose, from this folder (see NEWS_FILES)")
+    ap.add_argument("--shared")
+    ap.add_argument("--labels")
+    ap.add_argument("--gomod")
+    ap.add_argument("--goroot")
     ap.add_argument("--npm", help="folder of the unpacked npm packages in NPM_PACKAGES (mail, lists)")
     ap.add_argument("--npm-readmes", help="a node_modules folder whose READMEs give how-to prose (readmes)")
     ap.add_argument("--out", default="policy/corpus/real")
     a = ap.parse_args()
+    if a.new_sources:
+        sets = {}
+        for name, build in (("news_entries", news_entries), ("doc_prose", doc_prose)):
+            sets[name], dropped = build(a.new_sources)
+            print(f"{name}: {dropped} lines dropped as instructions to act")
+        write_sets(a.out, sets)
+        return
+    if not (a.shared and a.labels and a.gomod and a.goroot):
+        ap.error("--shared, --labels, --gomod and --goroot are required for the full build")
     sets = ordinary_sets(a.shared)
     if os.path.exists(os.path.join(a.labels, "cursor_labels_3.jsonl")):
         sets["cursorrules"] = cursorrules(a.labels)
@@ -553,10 +819,14 @@ def main():
         sets["npm_changelogs"] = npm_changelogs(a.npm_readmes)
     if os.path.exists(os.path.join(a.labels, "aside_notes.jsonl")):
         sets.update(blind_sets(a.labels))
-    os.makedirs(a.out, exist_ok=True)
+    write_sets(a.out, sets)
+
+
+def write_sets(out, sets):
+    os.makedirs(out, exist_ok=True)
     for name, rows in sorted(sets.items()):
         ids = set()
-        with open(os.path.join(a.out, name + ".jsonl"), "w", encoding="utf-8") as f:
+        with open(os.path.join(out, name + ".jsonl"), "w", encoding="utf-8") as f:
             for r in rows:
                 if r["id"] in ids:
                     continue
