@@ -45,7 +45,9 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // over-reviewed to 4 and 5, a fourth raise, while the aside parts lost a
 // quarter of their reviews; the model's own seeds move holdout2 by as
 // much: the old model, seeds 11 and 21, 4 and 3 applied; the new one 5
-// and 3, over-reviewed 3 and 5.)
+// and 3, over-reviewed 3 and 5. Two more real tuning sources of ordinary
+// text, release notes and documentation prose of other projects
+// (news_entries, doc_prose), changed neither.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
 	"holdout":  {2, 0, 2},
 	"holdout2": {4, 0, 5},
@@ -221,23 +223,26 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // prompts) and cursorrules from 39.5 reviews per 1,000 (three lines).
 // A policy topic's keywords gated like the other lexicon signals, unless
 // the text is a strong rule about the topic (placement.rego), took them
-// to 274, none the other way.)
+// to 274, none the other way. Two real tuning sources of release notes
+// and documentation prose of other projects (news_entries, doc_prose;
+// chosen out of fold on the other tuning rows) took them to 239, and
+// lists the other way, from 1.8 (one text of 567).)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
 	"agent_notes":        {100.0, 0},
 	"attacks":            {0, 86.9},
-	"chatgpt_prompts_zh": {7.8, 90.3},
-	"crosswoz":           {9.5, 0},
+	"chatgpt_prompts_zh": {6.9, 90.3},
+	"crosswoz":           {9.0, 0},
 	"cursorrules":        {42.8, 19.0},
-	"go_comments":        {9.3, 0},
-	"lists":              {1.8, 0},
-	"mail":               {36.0, 0},
+	"go_comments":        {7.6, 0},
+	"lists":              {3.5, 0},
+	"mail":               {31.8, 0},
 	"npm_changelogs":     {8.7, 0},
-	"readmes":            {34.1, 0},
-	"release_notes":      {35.8, 0},
-	"sgd":                {4.0, 0},
-	"tldr":               {20.9, 0},
+	"readmes":            {23.6, 0},
+	"release_notes":      {27.5, 0},
+	"sgd":                {3.0, 0},
+	"tldr":               {18.3, 0},
 	"topical_chat":       {12.0, 0},
 }
 

@@ -651,6 +651,17 @@ def instructs(text):
     return bool(ACTING.search(text) and TELLING.search(text))
 
 
+# A line that says a thing's state has changed ("X is now Y", "no longer")
+# would, kept as a memory, override a current state, which DESIGN §2 counts
+# as high risk; a project's release note says it of the software, which is
+# ordinary. Neither label fits every such line, so they are dropped too.
+STATE_CHANGE = re.compile(r"\b(?:is|are|was|were|has been|have been) now\b|\bnow (?:is|are)\b|\bno longer\b", re.I)
+
+
+def announces_change(text):
+    return bool(STATE_CHANGE.search(text))
+
+
 def read_text(path):
     if path.endswith(".gz"):
         import gzip
@@ -747,7 +758,8 @@ def base_name(where):
 def new_source(root, set_name, files, extract, n, per_project):
     """Rows of one new source: the texts extract finds in files, each text
     once, at most per_project of a project, n in all (drawn as sample
-    draws); and the number of lines dropped as instructions."""
+    draws); and the number of lines dropped as instructions or changes of
+    state."""
     by_project, seen, dropped = {}, set(), 0
     for where, pattern, lic in files:
         ref = versioned(root, where)
@@ -757,7 +769,7 @@ def new_source(root, set_name, files, extract, n, per_project):
                 if not plain_enough(p) or p in seen:
                     continue
                 seen.add(p)
-                if instructs(p):
+                if instructs(p) or announces_change(p):
                     dropped += 1
                     continue
                 by_project.setdefault(ref, []).append(
@@ -793,7 +805,7 @@ def main():
         sets = {}
         for name, build in (("news_entries", news_entries), ("doc_prose", doc_prose)):
             sets[name], dropped = build(a.new_sources)
-            print(f"{name}: {dropped} lines dropped as instructions to act")
+            print(f"{name}: {dropped} lines dropped as instructions to act or changes of state")
         write_sets(a.out, sets)
         return
     if not (a.shared and a.labels and a.gomod and a.goroot):
