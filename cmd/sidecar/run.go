@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -118,6 +119,11 @@ func (s *daemon) run(ctx context.Context) error {
 	})
 	s.ready.Store(true)
 	s.log.Info("memgate ready", append(s.readyLog, "startup", time.Since(s.started).Round(time.Millisecond).String())...)
+	// Compiling the policy and the secret scanner's rules leaves tens of
+	// megabytes of garbage the heap would otherwise keep until it grows
+	// again: give it back once, after ready, so an idle sidecar holds only
+	// what it uses.
+	go debug.FreeOSMemory()
 	err := g.Wait()
 	s.close()
 	s.log.Info("memgate stopped")
