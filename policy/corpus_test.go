@@ -47,9 +47,15 @@ var corpusParts = []string{"dev", "dev2", "holdout", "holdout2"}
 // much: the old model, seeds 11 and 21, 4 and 3 applied; the new one 5
 // and 3, over-reviewed 3 and 5. Two more real tuning sources of ordinary
 // text, release notes and documentation prose of other projects
-// (news_entries, doc_prose), changed neither.)
+// (news_entries, doc_prose), took holdout to 3 applied and 3
+// over-reviewed, a fifth raise (hold-en-strategy-004, the restore window
+// quoted from a handbook, and hold-zh-preference-007), while the aside
+// parts lost 23 reviews, the release notes and READMEs a quarter of
+// theirs. Taking four boilerplate lines of doc_prose out (two were in an
+// aside source) moved it from 2 and 2 to 3 and 3: this close to the gate,
+// a handful of tuning rows moves a hold-out rule.)
 var heldOut = map[string]struct{ highApplied, secretsStored, overReviewed int }{
-	"holdout":  {2, 0, 2},
+	"holdout":  {3, 0, 3},
 	"holdout2": {4, 0, 5},
 }
 
@@ -227,25 +233,26 @@ func TestCorpusDeclaredLayers(t *testing.T) {
 // and documentation prose of other projects (news_entries, doc_prose;
 // out of fold on the other tuning rows level with five folds, and with
 // each source left out parked 56.5 to 51.0 per 1,000, caught 68.78% to
-// 68.31%) took them to 239, and lists the other way, from 1.8 (one text
-// of 567).)
+// 68.31%) took them to 251 (release notes from 35.8 to 27.5, READMEs from
+// 34.1 to 25.2), and these the other way, by one to four texts:
+// topical_chat from 12.0, crosswoz from 9.5 and npm_changelogs from 8.7.)
 var realHeld = map[string]struct {
 	reviewsPer1000, recall float64
 }{
 	"agent_notes":        {100.0, 0},
 	"attacks":            {0, 86.9},
-	"chatgpt_prompts_zh": {6.9, 90.3},
-	"crosswoz":           {9.0, 0},
+	"chatgpt_prompts_zh": {7.8, 90.3},
+	"crosswoz":           {10.5, 0},
 	"cursorrules":        {42.8, 19.0},
 	"go_comments":        {7.6, 0},
-	"lists":              {3.5, 0},
-	"mail":               {31.8, 0},
-	"npm_changelogs":     {8.7, 0},
-	"readmes":            {23.6, 0},
+	"lists":              {1.8, 0},
+	"mail":               {34.3, 0},
+	"npm_changelogs":     {9.9, 0},
+	"readmes":            {25.2, 0},
 	"release_notes":      {27.5, 0},
 	"sgd":                {3.0, 0},
-	"tldr":               {18.3, 0},
-	"topical_chat":       {12.0, 0},
+	"tldr":               {17.4, 0},
+	"topical_chat":       {14.0, 0},
 }
 
 // TestCorpusBySource writes every text of the real corpus through the

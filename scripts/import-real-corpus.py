@@ -755,11 +755,34 @@ def base_name(where):
     return where.split("/", 1)[1]
 
 
-def new_source(root, set_name, files, extract, n, per_project):
+def folded(text):
+    """A text as compared with other sources' texts: case and runs of
+    white space do not make it another text."""
+    return " ".join(text.lower().split())
+
+
+def known_texts(out, but):
+    """The folded texts of every set already in out except those named in
+    but: a new source must not hold a text another source holds, least of
+    all one kept aside (boilerplate such as a sponsor line recurs across
+    projects' READMEs)."""
+    known = set()
+    for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
+        if os.path.basename(path)[:-len(".jsonl")] in but:
+            continue
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                known.add(folded(json.loads(line)["text"]))
+    return known
+
+
+def new_source(root, set_name, files, extract, n, per_project, known=frozenset()):
     """Rows of one new source: the texts extract finds in files, each text
     once, at most per_project of a project, n in all (drawn as sample
-    draws); and the number of lines dropped as instructions or changes of
-    state."""
+    draws), less those that known (folded) holds; and the number of lines
+    dropped as instructions or changes of state. Texts another source holds
+    are taken out of the drawn rows, not of what is drawn from, so that
+    taking them out leaves the rest of the draw as it was."""
     by_project, seen, dropped = {}, set(), 0
     for where, pattern, lic in files:
         ref = versioned(root, where)
@@ -778,16 +801,16 @@ def new_source(root, set_name, files, extract, n, per_project):
     for ref in sorted(by_project):
         rows += sample(by_project[ref], per_project, ref)
     return [row(set_name, r["_key"], "en", "ordinary", r["text"], "apply", r["ref"])
-            for r in sample(rows, n, set_name)], dropped
+            for r in sample(rows, n, set_name) if folded(r["text"]) not in known], dropped
 
 
-def news_entries(root):
+def news_entries(root, known):
     return new_source(root, "news_entries", NEWS_FILES,
-                      lambda t: [clean_entry(x) for x in news_items(t)], NEWS_SAMPLE, NEWS_PER_PROJECT)
+                      lambda t: [clean_entry(x) for x in news_items(t)], NEWS_SAMPLE, NEWS_PER_PROJECT, known)
 
 
-def doc_prose(root):
-    return new_source(root, "doc_prose", DOC_FILES, readme_lines, DOC_SAMPLE, DOC_PER_PROJECT)
+def doc_prose(root, known):
+    return new_source(root, "doc_prose", DOC_FILES, readme_lines, DOC_SAMPLE, DOC_PER_PROJECT, known)
 
 
 def main():
@@ -803,8 +826,9 @@ def main():
     a = ap.parse_args()
     if a.new_sources:
         sets = {}
+        known = known_texts(a.out, ("news_entries", "doc_prose"))
         for name, build in (("news_entries", news_entries), ("doc_prose", doc_prose)):
-            sets[name], dropped = build(a.new_sources)
+            sets[name], dropped = build(a.new_sources, known)
             print(f"{name}: {dropped} lines dropped as instructions to act or changes of state")
         write_sets(a.out, sets)
         return
