@@ -81,12 +81,7 @@ const chainDomain = "memgate audit event v1\n"
 // SealEvent returns the stored form of e appended after head, and the new
 // head. e is not changed.
 func SealEvent(e *Event, head ChainHead) (doc []byte, next ChainHead, err error) {
-	p, err := PrepareEvent(e)
-	if err != nil {
-		return nil, head, err
-	}
-	doc, next = p.Seal(head)
-	return doc, next, nil
+	return sealEvent(e, head, newSalt())
 }
 
 // PreparedEvent is an event sealed but for its link to the chain (its
@@ -103,9 +98,14 @@ type PreparedEvent struct {
 // PrepareEvent prepares e for sealing with a new random salt. e is not
 // changed.
 func PrepareEvent(e *Event) (*PreparedEvent, error) {
+	return prepareEvent(e, newSalt())
+}
+
+// newSalt is a new random salt for an event's text hash.
+func newSalt() string {
 	var salt [16]byte
 	rand.Read(salt[:]) // never fails (crypto/rand)
-	return prepareEvent(e, hex.EncodeToString(salt[:]))
+	return hex.EncodeToString(salt[:])
 }
 
 // sealEvent seals e with the salt given.

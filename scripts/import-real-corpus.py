@@ -770,9 +770,7 @@ def known_texts(out, but):
     for path in sorted(glob.glob(os.path.join(out, "*.jsonl"))):
         if os.path.basename(path)[:-len(".jsonl")] in but:
             continue
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                known.add(folded(json.loads(line)["text"]))
+        known.update(folded(r["text"]) for r in read_jsonl(path))
     return known
 
 
